@@ -1,0 +1,1 @@
+"""Makes ``exampleproj`` importable when pytest runs from this folder or from its parent."""

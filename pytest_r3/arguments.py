@@ -1,0 +1,126 @@
+"""Checking a call's arguments against a kernel signature and converting them for C.
+
+The checks run on every launch, so each parameter gets a small prebuilt converter: the hot
+path is a loop over closures, with clear errors built only when something is wrong.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from .errors import LaunchError
+from .signature import Param, Signature
+
+Converter = Callable[[object], object]
+
+
+def _array_converter(kernel: str, index: int, param: Param, by_object: bool) -> Converter:
+    """Checks an array argument; passes the array itself (``by_object``) or its address.
+
+    Passing the object lets a JIT-compiled thunk read the data pointer from the array
+    struct, which is several times cheaper than asking numpy for the address.
+    """
+    dtype = np.dtype(param.dtype)
+    written = param.written
+
+    def convert(value: object) -> object:
+        if (
+            type(value) is np.ndarray
+            and value.dtype == dtype
+            and value.flags.c_contiguous
+            and (not written or value.flags.writeable)
+        ):
+            return value if by_object else value.__array_interface__["data"][0]
+        raise LaunchError(_array_problem(kernel, index, param, dtype, value))
+
+    return convert
+
+
+def _array_problem(kernel: str, index: int, param: Param, dtype: np.dtype, value: object) -> str:
+    head = f"kernel {kernel!r} argument {index + 1} ({param.describe()})"
+    if not isinstance(value, np.ndarray):
+        return (
+            f"{head}: expected a numpy array of {dtype}, got {type(value).__name__}; "
+            f"pass np.asarray(value, dtype=np.{dtype})"
+        )
+    if value.dtype != dtype:
+        return (
+            f"{head}: expected dtype {dtype}, got {value.dtype}; convert with "
+            f"arr.astype(np.{dtype})"
+        )
+    if not value.flags.c_contiguous:
+        return (
+            f"{head}: the array is not C-contiguous (strides {value.strides}); pass "
+            "np.ascontiguousarray(arr)"
+        )
+    return f"{head}: the kernel writes this array but it is read-only; pass a writeable copy"
+
+
+def _int_converter(kernel: str, index: int, param: Param) -> Converter:
+    if param.dtype == "bool":
+        low, high = 0, 1
+    else:
+        info = np.iinfo(param.dtype)
+        low, high = int(info.min), int(info.max)
+
+    def convert(value: object) -> int:
+        try:
+            number = operator.index(value)  # type: ignore[arg-type]
+        except TypeError:
+            raise LaunchError(
+                f"kernel {kernel!r} argument {index + 1} ({param.describe()}): expected an "
+                f"integer, got {type(value).__name__} {value!r}"
+            ) from None
+        if not low <= number <= high:
+            raise LaunchError(
+                f"kernel {kernel!r} argument {index + 1} ({param.describe()}): {number} does "
+                f"not fit in {param.dtype} [{low}, {high}]"
+            )
+        return number
+
+    return convert
+
+
+def _float_converter(kernel: str, index: int, param: Param) -> Converter:
+    def convert(value: object) -> float:
+        if isinstance(value, np.ndarray) or not isinstance(value, (int, float, np.number)):
+            raise LaunchError(
+                f"kernel {kernel!r} argument {index + 1} ({param.describe()}): expected a "
+                f"number, got {type(value).__name__}"
+            )
+        return float(value)
+
+    return convert
+
+
+def converters(kernel: str, signature: Signature, arrays_by_object: bool) -> list[Converter]:
+    result = []
+    for index, param in enumerate(signature.params):
+        if param.is_pointer:
+            result.append(_array_converter(kernel, index, param, arrays_by_object))
+        elif np.dtype(param.dtype).kind in "iub":
+            result.append(_int_converter(kernel, index, param))
+        else:
+            result.append(_float_converter(kernel, index, param))
+    return result
+
+
+class ArgumentBinder:
+    """Turns ``kernel(*args)`` into C-ready values, or raises a LaunchError naming the problem."""
+
+    def __init__(self, kernel: str, signature: Signature, arrays_by_object: bool = False) -> None:
+        self.kernel = kernel
+        self.signature = signature
+        self._converters = converters(kernel, signature, arrays_by_object)
+        self._count = len(self._converters)
+
+    def __call__(self, args: Sequence[object]) -> list[object]:
+        if len(args) != self._count:
+            raise LaunchError(
+                f"kernel {self.kernel!r} takes {self._count} argument(s) "
+                f"({self.signature.describe()}), got {len(args)}"
+            )
+        return [convert(value) for convert, value in zip(self._converters, args)]

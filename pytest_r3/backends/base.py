@@ -1,0 +1,69 @@
+"""The contract every backend fulfils: compile, inspect, load, launch, time, copy to host."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+
+from ..errors import BackendError
+from ..pipeline import Pipeline
+from ..signature import Signature
+from ..source import KernelSource
+
+REQUIRED_METHODS = ("target_name", "compile", "inspect", "load", "launch", "time", "to_host")
+
+
+class Launcher(abc.ABC):
+    """A loaded, ready-to-run kernel variant; calling it launches the kernel."""
+
+    @abc.abstractmethod
+    def __call__(self, *args: object) -> object: ...
+
+
+class Backend(abc.ABC):
+    """Turns kernel source into something runnable on one kind of device."""
+
+    name: str = ""
+    language: str = "c"
+
+    @abc.abstractmethod
+    def target_name(self) -> str:
+        """Stable name of the device kernels run on (CPU model, GPU architecture)."""
+
+    @abc.abstractmethod
+    def compile(self, source: KernelSource, macros: Mapping[str, object]) -> str:
+        """Source and macro values -> unoptimised LLVM IR text."""
+
+    @abc.abstractmethod
+    def inspect(self, source: KernelSource, entry: str, macros: Mapping[str, object]) -> Signature:
+        """The entry point's parameters, their dtypes and which pointers it writes."""
+
+    @abc.abstractmethod
+    def load(self, ir: str, entry: str, signature: Signature, pipeline: Pipeline,
+             kernel_name: str) -> Launcher:
+        """Optimise ``ir`` with ``pipeline`` and load it, returning a launcher."""
+
+    @abc.abstractmethod
+    def launch(self, launcher: Launcher, args: Sequence[object]) -> object:
+        """Run the kernel once with ``args``."""
+
+    @abc.abstractmethod
+    def time(self, launcher: Launcher, args: Sequence[object], repeat: int) -> list[float]:
+        """Seconds taken by each of ``repeat`` launches (device-side timing where possible)."""
+
+    @abc.abstractmethod
+    def to_host(self, value: object) -> object:
+        """A host numpy copy of an argument (device arrays are copied back)."""
+
+
+def check_backend(backend: object, name: str) -> None:
+    """Refuse a backend object that lacks part of the contract, naming what is missing."""
+    missing = [m for m in REQUIRED_METHODS if not callable(getattr(backend, m, None))]
+    if isinstance(backend, Backend):
+        missing += sorted(set(getattr(type(backend), "__abstractmethods__", ())) - set(missing))
+    if missing:
+        raise BackendError(
+            f"backend {name!r} ({type(backend).__module__}.{type(backend).__qualname__}) does "
+            f"not implement {', '.join(missing)}; a backend must provide "
+            f"{', '.join(REQUIRED_METHODS)} (see pytest_r3.backends.base.Backend)"
+        )

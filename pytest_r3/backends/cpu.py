@@ -1,0 +1,210 @@
+"""CPU backend: C -> clang IR -> llvmlite pass pipeline -> MCJIT -> ctypes call."""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import time
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from .. import toolchain
+from ..arguments import ArgumentBinder
+from ..errors import CompileError, DeclarationError, EntryNotFoundError
+from ..hookspecs import hookimpl
+from ..pipeline import Pipeline
+from ..signature import Signature, read_signature
+from ..source import KernelSource
+from .base import Backend, Launcher
+
+_CTYPES = {
+    "float32": ctypes.c_float,
+    "float64": ctypes.c_double,
+    "bool": ctypes.c_bool,
+    **{f"int{b}": getattr(ctypes, f"c_int{b}") for b in (8, 16, 32, 64)},
+    **{f"uint{b}": getattr(ctypes, f"c_uint{b}") for b in (8, 16, 32, 64)},
+}
+
+
+class CPULauncher(Launcher):
+    """One JIT-compiled variant; keeps its execution engine alive as long as it is used."""
+
+    def __init__(self, engine, function, binder: ArgumentBinder, optimised_ir: str) -> None:
+        self.engine = engine
+        self.function = function
+        self.binder = binder
+        self.optimised_ir = optimised_ir
+
+    def __call__(self, *args: object) -> object:
+        return self.function(*self.binder(args))
+
+
+class CPUBackend(Backend):
+    name = "cpu"
+    language = "c"
+
+    def target_name(self) -> str:
+        return toolchain.host_target().name
+
+    def _clang_flags(self) -> tuple[str, ...]:
+        return toolchain.host_target().clang_flags()
+
+    def compile(self, source: KernelSource, macros: Mapping[str, object],
+                debug_info: bool = False) -> str:
+        return toolchain.compile_to_ir(
+            source.text,
+            filename=source.filename,
+            macros=macros,
+            target_flags=self._clang_flags(),
+            language=self.language,
+            include_dirs=source.include_dirs,
+            debug_info=debug_info,
+        )
+
+    def target_machine(self):
+        import llvmlite.binding as llvm
+
+        toolchain.initialize_llvm()
+        target = toolchain.host_target()
+        return llvm.Target.from_triple(target.triple).create_target_machine(
+            cpu=target.cpu, features=target.features, opt=3, reloc="default",
+            codemodel="jitdefault", jit=True,
+        )
+
+    def parse(self, ir: str, where: str):
+        import llvmlite.binding as llvm
+
+        toolchain.initialize_llvm()
+        try:
+            module = llvm.parse_assembly(ir)
+            module.verify()
+        except RuntimeError as exc:
+            raise CompileError(f"{where}: LLVM rejected the IR: {exc}", str(exc)) from exc
+        return module
+
+    def inspect(self, source: KernelSource, entry: str, macros: Mapping[str, object],
+                kernel_name: str = "") -> Signature:
+        where = f"kernel {kernel_name or entry!r} ({source.filename})"
+        debug_ir = self.compile(source, macros, debug_info=True)
+        module = self.parse(debug_ir, where)
+        function = _defined_function(module, entry)
+        if function is not None:
+            Pipeline().run(module, self.target_machine())
+            function = _defined_function(module, entry)
+        return read_signature(debug_ir, entry, function, where=where)
+
+    def load(self, ir: str, entry: str, signature: Signature, pipeline: Pipeline,
+             kernel_name: str) -> CPULauncher:
+        import llvmlite.binding as llvm
+
+        where = f"kernel {kernel_name!r}"
+        module = self.parse(ir, where)
+        if _defined_function(module, entry) is None:
+            raise EntryNotFoundError(f"{where}: entry symbol {entry!r} is not defined")
+        offset = _numpy_data_offset()
+        if offset is not None:
+            module.link_in(self.parse(_thunk_ir(module, entry, offset), where))
+        machine = self.target_machine()
+        pipeline.run(module, machine)
+        optimised_ir = str(module)
+        engine = llvm.create_mcjit_compiler(module, machine)
+        engine.finalize_object()
+        address = engine.get_function_address(entry if offset is None else THUNK_PREFIX + entry)
+        unsupported = [p.describe() for p in signature.params
+                       if not p.is_pointer and p.dtype not in _CTYPES]
+        if unsupported:
+            raise DeclarationError(
+                f"{where}: scalar parameter(s) {', '.join(unsupported)} have no C calling "
+                "convention here; pass them by pointer"
+            )
+        restype = _CTYPES[signature.return_dtype] if signature.return_dtype else None
+        pointer_type = ctypes.c_void_p if offset is None else ctypes.py_object
+        argtypes = [pointer_type if p.is_pointer else _CTYPES[p.dtype] for p in signature.params]
+        function = ctypes.CFUNCTYPE(restype, *argtypes)(address)
+        binder = ArgumentBinder(kernel_name, signature, arrays_by_object=offset is not None)
+        return CPULauncher(engine, function, binder, optimised_ir)
+
+    def launch(self, launcher: Launcher, args: Sequence[object]) -> object:
+        return launcher(*args)
+
+    def time(self, launcher: Launcher, args: Sequence[object], repeat: int) -> list[float]:
+        assert isinstance(launcher, CPULauncher)
+        function, values = launcher.function, launcher.binder(args)
+        clock = time.perf_counter
+        times = []
+        for _ in range(repeat):
+            start = clock()
+            function(*values)
+            times.append(clock() - start)
+        return times
+
+    def to_host(self, value: object) -> object:
+        return np.array(value, copy=True) if isinstance(value, np.ndarray) else value
+
+
+THUNK_PREFIX = "__r3_launch_"
+
+
+@functools.lru_cache(maxsize=1)
+def _numpy_data_offset() -> int | None:
+    """Offset of the data pointer inside a numpy array object, checked on a live array.
+
+    numpy's ``PyArrayObject_fields`` puts ``data`` right after the object header; if this
+    interpreter lays it out differently, None makes launches fall back to addresses.
+    """
+    probe = np.arange(4.0)
+    offset = ctypes.sizeof(ctypes.c_ssize_t) + ctypes.sizeof(ctypes.c_void_p)
+    if ctypes.c_void_p.from_address(id(probe) + offset).value == probe.ctypes.data:
+        return offset
+    return None
+
+
+def _thunk_ir(module, entry: str, offset: int) -> str:
+    """IR of a wrapper taking numpy array objects where ``entry`` takes data pointers."""
+    function = module.get_function(entry)
+    return_type = str(function.global_value_type).split(" (")[0]
+    params, loads, call_args, declared = [], [], [], []
+    for index, arg in enumerate(function.arguments):
+        kind = str(arg.type)
+        extension = " ".join(a.decode() for a in arg.attributes
+                             if a.decode() in ("zeroext", "signext"))
+        typed = f"{kind} {extension}".strip()
+        declared.append(typed)
+        params.append(f"{typed} %a{index}")
+        if kind == "ptr":
+            loads.append(f"  %f{index} = getelementptr inbounds i8, ptr %a{index}, i64 {offset}")
+            loads.append(f"  %d{index} = load ptr, ptr %f{index}, align 8")
+            call_args.append(f"ptr %d{index}")
+        else:
+            call_args.append(f"{typed} %a{index}")
+    result = "" if return_type == "void" else "%r = "
+    ret = "ret void" if return_type == "void" else f"ret {return_type} %r"
+    return "\n".join([
+        f'target datalayout = "{module.data_layout}"',
+        f'target triple = "{module.triple}"',
+        f"declare {return_type} @{entry}({', '.join(declared)})",
+        f"define {return_type} @{THUNK_PREFIX}{entry}({', '.join(params)}) {{",
+        *loads,
+        f"  {result}call {return_type} @{entry}({', '.join(call_args)})",
+        f"  {ret}",
+        "}",
+    ])
+
+
+def _defined_function(module, entry: str):
+    try:
+        function = module.get_function(entry)
+    except NameError:
+        return None
+    return None if function.is_declaration else function
+
+
+@hookimpl
+def pytest_r3_backend_names() -> list[str]:
+    return ["cpu"]
+
+
+@hookimpl
+def pytest_r3_make_backend(name: str):
+    return CPUBackend() if name == "cpu" else None

@@ -1,0 +1,258 @@
+"""Declaring a kernel: ``r3.kernel(source, entry=..., tune=..., constraints=...)``.
+
+A declaration is cheap (no compilation at import time); the first call compiles the active
+variant through its backend and later calls go straight to the loaded function.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from .errors import DeclarationError
+from .pipeline import Pipeline
+from .source import KernelSource, load_source
+from .space import TuningSpace
+
+Interceptor = Callable[["Kernel", tuple, Callable[[], object]], object]
+
+# Kernels declared in this process, by name (what ``pytest --r3-list`` shows).
+_registry: dict[str, Kernel] = {}
+_registry_lock = threading.Lock()
+# Called around every launch while non-empty (recording, test-to-kernel observation).
+_interceptors: list[Interceptor] = []
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One buildable version of a kernel: macro values, pass pipeline, optional new source."""
+
+    macros: tuple[tuple[str, object], ...]
+    pipeline: Pipeline = field(default_factory=Pipeline)
+    source_text: str | None = None
+
+    @property
+    def macro_dict(self) -> dict[str, object]:
+        return dict(self.macros)
+
+    def key(self) -> str:
+        """Stable hash of everything that changes the built code."""
+        payload = json.dumps(
+            {"macros": self.macros, "pipeline": self.pipeline.as_dict(),
+             "source": None if self.source_text is None
+             else hashlib.sha256(self.source_text.encode()).hexdigest()},
+            sort_keys=True, default=str,
+        )
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+class Kernel:
+    """A declared compute kernel; call it with numpy arrays and scalars to launch it."""
+
+    def __init__(
+        self,
+        source: KernelSource,
+        *,
+        entry: str,
+        name: str,
+        backend: str,
+        space: TuningSpace,
+        pipeline: Pipeline,
+        declared_at: str,
+    ) -> None:
+        self.source = source
+        self.entry = entry
+        self.name = name
+        self.backend_name = backend
+        self.space = space
+        self.pipeline = pipeline
+        self.declared_at = declared_at
+        self._lock = threading.RLock()
+        self._launchers: dict[Variant, object] = {}
+        self._signature = None
+        self._active: Variant | None = None
+        self._active_launcher = None
+
+    def __repr__(self) -> str:
+        return f"<Kernel {self.name!r} {self.backend_name} {self.source.filename}:{self.entry}>"
+
+    @property
+    def where(self) -> str:
+        return f"kernel {self.name!r} (declared at {self.declared_at})"
+
+    @property
+    def backend(self):
+        from .backends import get_backend
+
+        return get_backend(self.backend_name)
+
+    @property
+    def baseline(self) -> Variant:
+        """The declared default: default tunable values, declared pipeline, declared source."""
+        return Variant(tuple(sorted(self.space.default.items())), self.pipeline)
+
+    def variant(self, pipeline: Mapping[str, object] | Pipeline | None = None,
+                source_text: str | None = None, **tunables: object) -> Variant:
+        """A variant with some tunables (and optionally the pipeline or source) changed."""
+        values = self.space.resolve(tunables)
+        chosen = self.pipeline if pipeline is None else Pipeline.from_mapping(
+            pipeline, where=f"{self.where}: ")
+        return Variant(tuple(sorted(values.items())), chosen, source_text)
+
+    @property
+    def signature(self):
+        """Parameters read from the IR of the baseline (names, dtypes, written pointers)."""
+        if self._signature is None:
+            with self._lock:
+                if self._signature is None:
+                    self._signature = self.backend.inspect(
+                        self.source, self.entry, self.space.default, kernel_name=self.name)
+        return self._signature
+
+    def source_for(self, variant: Variant) -> KernelSource:
+        if variant.source_text is None:
+            return self.source
+        return self.source.with_text(variant.source_text)
+
+    def build(self, variant: Variant | None = None):
+        """The loaded launcher of ``variant`` (baseline by default), compiled once."""
+        variant = variant or self.baseline
+        launcher = self._launchers.get(variant)
+        if launcher is None:
+            with self._lock:
+                launcher = self._launchers.get(variant)
+                if launcher is None:
+                    backend = self.backend
+                    signature = self.signature
+                    ir = backend.compile(self.source_for(variant), variant.macro_dict)
+                    launcher = backend.load(ir, self.entry, signature, variant.pipeline,
+                                            self.name)
+                    self._launchers[variant] = launcher
+        return launcher
+
+    def configure(self, pipeline: Mapping[str, object] | Pipeline | None = None,
+                  **tunables: object):
+        """A callable for one variant, e.g. ``matmul.configure(TILE=32)(a, b, c, n)``."""
+        return self.build(self.variant(pipeline=pipeline, **tunables))
+
+    @property
+    def active(self) -> Variant:
+        """The variant plain calls launch (the baseline unless one was activated)."""
+        return self._active or self.baseline
+
+    def activate(self, variant: Variant | None) -> None:
+        """Make ``variant`` what plain calls launch; ``None`` goes back to the baseline."""
+        with self._lock:
+            self._active = variant
+            self._active_launcher = None
+
+    def __call__(self, *args: object) -> object:
+        launcher = self._active_launcher
+        if launcher is None:
+            launcher = self._active_launcher = self.build(self.active)
+        if _interceptors:
+            return _intercepted(self, args, lambda: launcher(*args))
+        return launcher(*args)
+
+
+def _intercepted(kernel: Kernel, args: tuple, proceed: Callable[[], object]) -> object:
+    call = proceed
+    for interceptor in reversed(_interceptors):
+        call = (lambda inner, hook: lambda: hook(kernel, args, inner))(call, interceptor)
+    return call()
+
+
+def add_interceptor(interceptor: Interceptor) -> None:
+    _interceptors.append(interceptor)
+
+
+def remove_interceptor(interceptor: Interceptor) -> None:
+    if interceptor in _interceptors:
+        _interceptors.remove(interceptor)
+
+
+def kernel(
+    source: str | os.PathLike,
+    *,
+    entry: str,
+    backend: str = "cpu",
+    name: str | None = None,
+    tune: Mapping[str, Sequence[object]] | None = None,
+    constraints: Sequence[str | Callable[..., bool]] = (),
+    defaults: Mapping[str, object] | None = None,
+    pipeline: Mapping[str, object] | Pipeline | None = None,
+) -> Kernel:
+    """Declare a compute kernel.
+
+    ``source`` is a path relative to the calling module (``"kernels/saxpy.c"``) or inline C
+    text. ``tune`` maps macro names to their allowed values (the first is the default unless
+    ``defaults`` says otherwise); ``constraints`` are expressions over those names that every
+    tuned combination must satisfy. ``pipeline`` overrides the default ``-O3``-equivalent
+    LLVM pipeline (see :class:`pytest_r3.Pipeline`).
+    """
+    frame = sys._getframe(1)
+    declaring_file = frame.f_globals.get("__file__")
+    declared_at = f"{declaring_file or '<unknown>'}:{frame.f_lineno}"
+    if not isinstance(entry, str) or not entry.isidentifier():
+        raise DeclarationError(f"kernel declared at {declared_at}: entry must be a C "
+                               f"function name, got {entry!r}")
+    name = name or entry
+    where = f"kernel {name!r} (declared at {declared_at})"
+    kernel_source = load_source(source, declaring_file, where)
+    space = TuningSpace(tune, constraints, defaults, where=where)
+    chosen = Pipeline.from_mapping(pipeline, where=f"{where}: ")
+    from .backends import get_backend
+
+    get_backend(backend)  # unknown backend names fail here, at declaration
+    declared = Kernel(kernel_source, entry=entry, name=name, backend=backend, space=space,
+                      pipeline=chosen, declared_at=declared_at)
+    _register(declared)
+    return declared
+
+
+def _register(new: Kernel) -> None:
+    with _registry_lock:
+        old = _registry.get(new.name)
+        same_site = old is not None and old.declared_at == new.declared_at
+        if old is not None and not same_site and old.source.filename == new.source.filename \
+                and old.entry == new.entry:
+            same_site = True  # the same module imported again (e.g. under another name)
+        if old is not None and not same_site:
+            raise DeclarationError(
+                f"{new.where}: another kernel is already named {new.name!r} (declared at "
+                f"{old.declared_at}); give one of them a distinct name=..."
+            )
+        _registry[new.name] = new
+
+
+def registry() -> dict[str, Kernel]:
+    """The kernels declared so far in this process, by name."""
+    with _registry_lock:
+        return dict(_registry)
+
+
+def lookup(name_or_kernel: str | Kernel) -> Kernel:
+    if isinstance(name_or_kernel, Kernel):
+        return name_or_kernel
+    known = registry()
+    if name_or_kernel not in known:
+        raise DeclarationError(
+            f"no kernel named {name_or_kernel!r} is declared; declared kernels: "
+            f"{', '.join(sorted(known)) or 'none'}"
+        )
+    return known[name_or_kernel]
+
+
+def snapshot_registry() -> dict[str, Kernel]:
+    return registry()
+
+
+def restore_registry(saved: Mapping[str, Kernel]) -> None:
+    with _registry_lock:
+        _registry.clear()
+        _registry.update(saved)

@@ -1,0 +1,121 @@
+"""The pytest side of pytest-r3: options, the ``r3_oracle`` marker and ``--r3-list``.
+
+Everything here only translates between pytest and the core modules, which run without
+pytest. Nothing heavy is imported unless an r3 option is used.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from . import declaration
+from .errors import DeclarationError
+
+ORACLE_MARKER = "r3_oracle"
+registry_snapshot_key = pytest.StashKey[dict]()
+oracles_key = pytest.StashKey[dict]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("r3", "pytest-r3 kernel autotuning")
+    group.addoption(
+        "--r3-list",
+        action="store_true",
+        default=False,
+        help="list the declared kernels, their sources, tunables and oracle tests; run no test",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{ORACLE_MARKER}(*kernels): the test is a reference (oracle) test of the given "
+        "kernels, given as kernel objects or names; a tuned variant is accepted only if "
+        f"it passes. Example: @pytest.mark.{ORACLE_MARKER}(saxpy)",
+    )
+    config.stash[registry_snapshot_key] = declaration.snapshot_registry()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    saved = config.stash.get(registry_snapshot_key, None)
+    if saved is not None:
+        declaration.restore_registry(saved)
+
+
+def oracle_kernels(item: pytest.Item) -> list[str]:
+    """Names of the kernels ``item`` is marked as an oracle for (validated)."""
+    names = []
+    for marker in item.iter_markers(ORACLE_MARKER):
+        if not marker.args:
+            raise pytest.UsageError(
+                f"{item.nodeid}: @pytest.mark.{ORACLE_MARKER}() names no kernel; "
+                f"write @pytest.mark.{ORACLE_MARKER}(my_kernel)"
+            )
+        for target in marker.args:
+            try:
+                names.append(declaration.lookup(target).name)
+            except DeclarationError as exc:
+                raise pytest.UsageError(
+                    f"{item.nodeid}: @pytest.mark.{ORACLE_MARKER}({target!r}): {exc}"
+                ) from None
+    return names
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    oracles: dict[str, list[str]] = {}
+    for item in items:
+        for name in oracle_kernels(item):
+            oracles.setdefault(name, []).append(item.nodeid)
+    config.stash[oracles_key] = oracles
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> bool | None:
+    if session.config.getoption("r3_list"):
+        _print_kernel_list(session.config)
+        return True
+    return None
+
+
+def _relative(location: str, root: Path) -> str:
+    """``location`` (a path, maybe with ``:line``) relative to ``root`` when inside it."""
+    try:
+        return str(Path(location).relative_to(root))
+    except ValueError:
+        return location
+
+
+def _print_kernel_list(config: pytest.Config) -> None:
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+
+    def write(line: str, **markup: bool) -> None:
+        if terminal is not None:
+            terminal.write_line(line, **markup)
+        else:
+            print(line)
+
+    kernels = declaration.registry()
+    oracles = config.stash.get(oracles_key, {})
+    write("")
+    write(f"pytest-r3: {len(kernels)} kernel(s) declared", bold=True)
+    for name in sorted(kernels):
+        kernel = kernels[name]
+        write("")
+        source = _relative(kernel.source.filename, config.rootpath)
+        write(f"{name} [{kernel.backend_name}]  {source}:{kernel.entry}")
+        write(f"  declared at: {_relative(kernel.declared_at, config.rootpath)}")
+        tunables = kernel.space.describe()
+        write("  tunables: " + ("none" if not tunables else tunables[0]))
+        for line in tunables[1:]:
+            write(f"            {line}")
+        if kernel.pipeline.differences():
+            write(f"  pipeline: {kernel.pipeline.differences()}")
+        tests = oracles.get(name, [])
+        if tests:
+            write(f"  oracle tests ({len(tests)}):")
+            for nodeid in tests:
+                write(f"    {nodeid}")
+        else:
+            write(f"  oracle tests: none (mark one with @pytest.mark.{ORACLE_MARKER}({name}))")

@@ -1,0 +1,248 @@
+"""Finding clang and turning C (or CUDA) source into LLVM IR text, in memory, cached.
+
+clang is only the front end here: it emits unoptimised IR (``-O3 -Xclang
+-disable-llvm-passes`` keeps the optimisation hints such as TBAA) and llvmlite runs the
+pass pipeline. By default the clang inside the ``ziglang`` wheel is used; the environment
+variable ``PYTEST_R3_CLANG`` may name another clang, which must share llvmlite's LLVM major
+version because IR text is not compatible across major versions.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import os
+import re
+import shlex
+import subprocess
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import CompileError, ToolchainError
+
+CLANG_ENV = "PYTEST_R3_CLANG"
+IR_CACHE_SIZE = 256
+
+
+@dataclass(frozen=True)
+class Clang:
+    """A clang front end we have checked; ``command`` runs it, ``system_flags`` find libc."""
+
+    command: tuple[str, ...]
+    system_flags: tuple[str, ...]
+    version: str
+    origin: str
+
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".")[0])
+
+
+@dataclass(frozen=True)
+class HostTarget:
+    """The machine that will run CPU kernels: clang and llvmlite must both target it."""
+
+    triple: str
+    cpu: str
+    features: str
+
+    def clang_flags(self) -> tuple[str, ...]:
+        flags = ["-target", self.triple, f"-march={self.cpu}"]
+        for feature in filter(None, self.features.split(",")):
+            flags += ["-Xclang", "-target-feature", "-Xclang", feature]
+        return tuple(flags)
+
+    @property
+    def name(self) -> str:
+        """Short, stable name used in lock files and reports."""
+        return f"cpu-{self.triple.split('-')[0]}-{self.cpu}"
+
+
+def llvm_major() -> int:
+    import llvmlite.binding as llvm
+
+    return llvm.llvm_version_info[0]
+
+
+def _clang_version(command: Sequence[str]) -> str:
+    try:
+        out = subprocess.run(
+            [*command, "--version"], capture_output=True, text=True, timeout=60, check=False
+        )
+    except OSError as exc:
+        raise ToolchainError(
+            f"cannot run clang {shlex.join(command)!r}: {exc}. "
+            f"Unset {CLANG_ENV} to use the clang shipped in the ziglang wheel."
+        ) from exc
+    match = re.search(r"clang version (\d+\.\d+\.\d+)", out.stdout)
+    if out.returncode != 0 or not match:
+        raise ToolchainError(
+            f"{shlex.join(command)!r} --version did not report a clang version "
+            f"(exit {out.returncode}): {out.stdout.strip()} {out.stderr.strip()}"
+        )
+    return match.group(1)
+
+
+def _zig_dir() -> Path:
+    spec = importlib.util.find_spec("ziglang")
+    if spec is None or not spec.submodule_search_locations:
+        raise ToolchainError(
+            "the ziglang package is not installed; it provides clang. "
+            "Install it with `pip install ziglang`, or set "
+            f"{CLANG_ENV} to a clang {llvm_major()}.x executable."
+        )
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _zig_system_flags(zig: Path) -> tuple[str, ...]:
+    """zig's own libc headers, read from what `zig cc` would pass to clang's cc1."""
+    out = subprocess.run(
+        [str(zig), "cc", "-target", "x86_64-linux-gnu", "-###", "-x", "c", "-c", os.devnull],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    args = shlex.split(out.stderr.strip().splitlines()[-1]) if out.stderr.strip() else []
+    flags = ["-nostdinc"]
+    for option, value in zip(args, args[1:]):
+        if option in ("-isystem", "-D"):
+            flags += [option, value]
+    if len(flags) == 1:
+        raise ToolchainError(
+            f"could not read zig's libc header paths from `{zig} cc -###`: {out.stderr[-500:]}"
+        )
+    return tuple(flags)
+
+
+@functools.lru_cache(maxsize=1)
+def find_clang() -> Clang:
+    """The clang to use, checked against llvmlite's LLVM major version."""
+    wanted = llvm_major()
+    override = os.environ.get(CLANG_ENV, "").strip()
+    if override:
+        command = tuple(shlex.split(override))
+        version = _clang_version(command)
+        clang = Clang(command, (), version, f"${CLANG_ENV}")
+    else:
+        zig = _zig_dir() / "zig"
+        command = (str(zig), "clang")
+        version = _clang_version(command)
+        clang = Clang(command, _zig_system_flags(zig), version, "ziglang wheel")
+    if clang.major != wanted:
+        raise ToolchainError(
+            f"clang {clang.version} from {clang.origin} ({shlex.join(clang.command)}) does not "
+            f"match llvmlite's LLVM {wanted}: the IR it writes may not parse. Use a clang "
+            f"{wanted}.x (set {CLANG_ENV}=/path/to/clang-{wanted}) or unset {CLANG_ENV} to use "
+            "the ziglang wheel's clang."
+        )
+    return clang
+
+
+@functools.lru_cache(maxsize=1)
+def host_target() -> HostTarget:
+    import llvmlite.binding as llvm
+
+    initialize_llvm()
+    return HostTarget(
+        triple=llvm.get_process_triple(),
+        cpu=llvm.get_host_cpu_name(),
+        features=llvm.get_host_cpu_features().flatten(),
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def initialize_llvm() -> None:
+    import llvmlite.binding as llvm
+
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+
+
+def macro_flags(macros: Mapping[str, object]) -> list[str]:
+    """``-DNAME=VALUE`` for each macro, in a stable order (booleans become 0/1)."""
+    flags = []
+    for name in sorted(macros):
+        value = macros[name]
+        if isinstance(value, bool):
+            value = int(value)
+        flags.append(f"-D{name}={value}")
+    return flags
+
+
+_ir_cache: OrderedDict[str, str] = OrderedDict()
+_ir_cache_lock = threading.Lock()
+
+
+def compile_to_ir(
+    source: str,
+    *,
+    filename: str,
+    macros: Mapping[str, object] = {},
+    target_flags: Sequence[str] = (),
+    language: str = "c",
+    include_dirs: Sequence[str | os.PathLike] = (),
+    extra_flags: Sequence[str] = (),
+    debug_info: bool = False,
+) -> str:
+    """Compile ``source`` to unoptimised LLVM IR text without touching the disk.
+
+    The source goes in through stdin with a ``#line`` marker so diagnostics still say
+    ``filename:line``; the result is cached by a hash of everything that affects it.
+    """
+    clang = find_clang()
+    args = [
+        *clang.command,
+        *target_flags,
+        *clang.system_flags,
+        "-O3",
+        "-Xclang",
+        "-disable-llvm-passes",
+        "-fno-sanitize=all",
+        "-fno-discard-value-names",
+        *(["-g"] if debug_info else []),
+        *(f"-iquote{d}" for d in include_dirs),
+        *(f"-I{d}" for d in include_dirs),
+        *macro_flags(macros),
+        *extra_flags,
+        "-S",
+        "-emit-llvm",
+        "-o",
+        "-",
+        "-x",
+        language,
+        "-",
+    ]
+    text = f'#line 1 "{filename}"\n{source}'
+    key = hashlib.sha256("\0".join([clang.version, *args, text]).encode()).hexdigest()
+    with _ir_cache_lock:
+        if key in _ir_cache:
+            _ir_cache.move_to_end(key)
+            return _ir_cache[key]
+    result = subprocess.run(args, input=text.encode(), capture_output=True, timeout=300)
+    if result.returncode != 0:
+        diagnostics = result.stderr.decode(errors="replace").strip()
+        first = next(
+            (line for line in diagnostics.splitlines() if "error" in line), diagnostics[:200]
+        )
+        raise CompileError(
+            f"clang could not compile {filename}: {first}\n\n{diagnostics}\n\n"
+            f"command: {shlex.join(args)}",
+            diagnostics=diagnostics,
+            command=args,
+        )
+    ir = result.stdout.decode()
+    with _ir_cache_lock:
+        _ir_cache[key] = ir
+        while len(_ir_cache) > IR_CACHE_SIZE:
+            _ir_cache.popitem(last=False)
+    return ir
+
+
+def source_hash(source: str) -> str:
+    """Content hash of a kernel source, used to tell whether a lock entry is stale."""
+    return hashlib.sha256(source.encode()).hexdigest()[:16]
