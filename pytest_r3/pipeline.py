@@ -29,6 +29,11 @@ class Pipeline:
     def __post_init__(self) -> None:
         if self.level not in (0, 1, 2, 3):
             raise DeclarationError(f"pipeline level must be 0, 1, 2 or 3, got {self.level!r}")
+        for name in ("loop_vectorize", "slp_vectorize", "loop_unroll", "loop_interleave"):
+            if not isinstance(getattr(self, name), bool):
+                raise DeclarationError(
+                    f"pipeline {name} must be True or False, got {getattr(self, name)!r}"
+                )
         if self.inline_threshold is not None and not isinstance(self.inline_threshold, int):
             raise DeclarationError(
                 f"pipeline inline_threshold must be an integer or None, got "
@@ -49,7 +54,10 @@ class Pipeline:
                 f"{where}unknown pipeline setting(s) {', '.join(map(repr, unknown))}; "
                 f"known settings: {', '.join(known)}"
             )
-        return cls(**settings)  # type: ignore[arg-type]
+        try:
+            return cls(**settings)  # type: ignore[arg-type]
+        except DeclarationError as exc:
+            raise DeclarationError(f"{where}{exc}") from None
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)

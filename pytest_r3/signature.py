@@ -14,6 +14,7 @@ from .errors import DeclarationError, EntryNotFoundError
 
 _METADATA = re.compile(r"^!(\d+) = (?:distinct )?(.*)$", re.MULTILINE)
 _FIELD = r"{}: (?:!(\d+)|\"([^\"]*)\"|([\w.-]+))"
+_EXPORTED = r"(?!internal |private )"  # linkage of a function a caller can reach
 
 # (DWARF encoding, size in bits) -> numpy dtype name
 _DTYPES = {
@@ -74,7 +75,7 @@ def _resolve(metadata: dict[str, str], ref: str | None, where: str) -> tuple[str
     qualifiers = []
     pointer = False
     spelled_name = None  # the outermost typedef, as the user wrote it
-    while ref is not None:
+    while ref is not None and ref != "null":  # a null base type is void
         node = metadata[ref]
         if node.startswith("!DIBasicType"):
             key = (_field(node, "encoding"), int(_field(node, "size") or 0))
@@ -131,11 +132,14 @@ def read_signature(debug_ir: str, entry: str, optimised_function=None, where: st
     pipeline: its inferred attributes say which pointers are written. Without it every
     non-const pointer counts as written.
     """
+    # static (internal) functions cannot be launched: they are not exported, and the
+    # optimiser inlines and deletes them
     define = re.search(
-        rf"^define [^\n]*@{re.escape(entry)}\((.*)\)[^\n]*!dbg !(\d+)", debug_ir, re.MULTILINE
+        rf"^define {_EXPORTED}[^\n]*@{re.escape(entry)}\((.*)\)[^\n]*!dbg !(\d+)", debug_ir,
+        re.MULTILINE,
     )
     if not define:
-        defined = re.findall(r"^define [^\n]*?@([\w.$]+)\(", debug_ir, re.MULTILINE)
+        defined = re.findall(rf"^define {_EXPORTED}[^\n]*?@([\w.$]+)\(", debug_ir, re.MULTILINE)
         raise EntryNotFoundError(
             f"{where}: entry symbol {entry!r} is not defined by the source "
             f"(it defines: {', '.join(defined) or 'no functions'}). Check the entry= name and "
@@ -156,6 +160,10 @@ def read_signature(debug_ir: str, entry: str, optimised_function=None, where: st
     written_flags = _written_flags(optimised_function)
     params = []
     for index, ref in enumerate(type_refs[1:], start=1):
+        if ref == "null":  # clang marks a variadic function with a trailing null
+            raise DeclarationError(
+                f"{where}: variadic kernels ('...') are not supported; declare every parameter"
+            )
         name = names.get(index, f"arg{index}")
         ctype, dtype, is_pointer = _resolve(metadata, ref, f"{where}: parameter {name!r}")
         if is_pointer:

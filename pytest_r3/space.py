@@ -86,7 +86,7 @@ class TuningSpace:
                 if not isinstance(value, (int, float, str)):
                     raise DeclarationError(
                         f"{where}: tunable {name} value {value!r} must be a number, bool or "
-                        "string (it becomes -D{name}=value)"
+                        f"string (it becomes -D{name}=value)"
                     )
             self.tunables[name] = tuple(values)
         names = list(self.tunables)

@@ -1,0 +1,55 @@
+"""Interleaved timing: baseline and candidate alternate in one process, so a speedup is a
+ratio measured side by side and a busy machine slows both alike."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def _sample(backend, launcher, args, repeat: int) -> float:
+    return float(sum(backend.time(launcher, args, repeat)))
+
+
+def interleaved_speedup(backend, baseline, candidate, cases, make_arguments, settings) -> dict:
+    """Median times and the baseline/candidate ratio with its interquartile range.
+
+    Each round times every case for both variants (order alternating between rounds);
+    a sample repeats the launch until it lasts about ``min_sample_seconds``.
+    """
+    base_args = [make_arguments(case, None)[0] for case in cases]
+    cand_args = [make_arguments(case, None)[0] for case in cases]
+    repeats = []
+    for args in base_args:
+        single = _sample(backend, baseline, args, 1)
+        repeats.append(max(1, min(10_000, math.ceil(settings.min_sample_seconds
+                                                    / max(single, 1e-9)))))
+    base_times, cand_times = [], []
+    for round_index in range(settings.warmup_rounds + settings.timing_rounds):
+        base_total = cand_total = 0.0
+        for b_args, c_args, repeat in zip(base_args, cand_args, repeats):
+            if round_index % 2:
+                cand_total += _sample(backend, candidate, c_args, repeat) / repeat
+                base_total += _sample(backend, baseline, b_args, repeat) / repeat
+            else:
+                base_total += _sample(backend, baseline, b_args, repeat) / repeat
+                cand_total += _sample(backend, candidate, c_args, repeat) / repeat
+        if round_index >= settings.warmup_rounds:
+            base_times.append(base_total)
+            cand_times.append(cand_total)
+    base = np.array(base_times)
+    cand = np.array(cand_times)
+    ratios = base / cand
+    q1, median, q3 = (float(x) for x in np.percentile(ratios, [25, 50, 75]))
+    noise = max((q3 - q1) / 2, 0.01)
+    return {
+        "baseline_median": float(np.median(base)),
+        "candidate_median": float(np.median(cand)),
+        "speedup": median,
+        "speedup_q1": q1,
+        "speedup_q3": q3,
+        "rounds": len(ratios),
+        "repeats": repeats,
+        "within_noise": abs(median - 1.0) <= noise,
+    }
