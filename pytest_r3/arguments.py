@@ -32,11 +32,21 @@ def _array_converter(kernel: str, index: int, param: Param, by_object: bool) -> 
             and value.dtype == dtype
             and value.flags.c_contiguous
             and (not written or value.flags.writeable)
-        ):
+        ) or _usable_subclass(value, dtype, written):
             return value if by_object else value.__array_interface__["data"][0]
         raise LaunchError(_array_problem(kernel, index, param, dtype, value))
 
     return convert
+
+
+def _usable_subclass(value: object, dtype: np.dtype, written: bool) -> bool:
+    """An ndarray subclass (np.memmap...) shares the array struct, so it is launched as is."""
+    return (
+        isinstance(value, np.ndarray)
+        and value.dtype == dtype
+        and value.flags.c_contiguous
+        and (not written or value.flags.writeable)
+    )
 
 
 def _array_problem(kernel: str, index: int, param: Param, dtype: np.dtype, value: object) -> str:
@@ -86,7 +96,9 @@ def _int_converter(kernel: str, index: int, param: Param) -> Converter:
 
 def _float_converter(kernel: str, index: int, param: Param) -> Converter:
     def convert(value: object) -> float:
-        if isinstance(value, np.ndarray) or not isinstance(value, (int, float, np.number)):
+        if isinstance(value, (np.ndarray, np.complexfloating)) or not isinstance(
+            value, (int, float, np.number)
+        ):
             raise LaunchError(
                 f"kernel {kernel!r} argument {index + 1} ({param.describe()}): expected a "
                 f"number, got {type(value).__name__}"

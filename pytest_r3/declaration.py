@@ -64,6 +64,7 @@ class Kernel:
         space: TuningSpace,
         pipeline: Pipeline,
         declared_at: str,
+        tolerance: Mapping[str, object] | None = None,
     ) -> None:
         self.source = source
         self.entry = entry
@@ -72,6 +73,7 @@ class Kernel:
         self.space = space
         self.pipeline = pipeline
         self.declared_at = declared_at
+        self.tolerance = dict(tolerance or {})
         self._lock = threading.RLock()
         self._launchers: dict[Variant, object] = {}
         self._signature = None
@@ -186,6 +188,7 @@ def kernel(
     constraints: Sequence[str | Callable[..., bool]] = (),
     defaults: Mapping[str, object] | None = None,
     pipeline: Mapping[str, object] | Pipeline | None = None,
+    tolerance: Mapping[str, object] | None = None,
 ) -> Kernel:
     """Declare a compute kernel.
 
@@ -193,7 +196,9 @@ def kernel(
     text. ``tune`` maps macro names to their allowed values (the first is the default unless
     ``defaults`` says otherwise); ``constraints`` are expressions over those names that every
     tuned combination must satisfy. ``pipeline`` overrides the default ``-O3``-equivalent
-    LLVM pipeline (see :class:`pytest_r3.Pipeline`).
+    LLVM pipeline (see :class:`pytest_r3.Pipeline`). ``tolerance`` sets how close a tuned
+    variant's float outputs must stay: ``{"rtol": 1e-5, "atol": 1e-6}``, or ``{"norm": 1e-6}``
+    for a relative L2 bound, with ``"per_argument": {"c": {...}}`` overrides.
     """
     frame = sys._getframe(1)
     declaring_file = frame.f_globals.get("__file__")
@@ -206,13 +211,35 @@ def kernel(
     kernel_source = load_source(source, declaring_file, where)
     space = TuningSpace(tune, constraints, defaults, where=where)
     chosen = Pipeline.from_mapping(pipeline, where=f"{where}: ")
+    _check_tolerance(tolerance, where)
     from .backends import get_backend
 
     get_backend(backend)  # unknown backend names fail here, at declaration
     declared = Kernel(kernel_source, entry=entry, name=name, backend=backend, space=space,
-                      pipeline=chosen, declared_at=declared_at)
+                      pipeline=chosen, declared_at=declared_at, tolerance=tolerance)
     _register(declared)
     return declared
+
+
+def _check_tolerance(tolerance: Mapping[str, object] | None, where: str) -> None:
+    allowed = {"rtol", "atol", "norm"}
+    for key, value in (tolerance or {}).items():
+        if key == "per_argument":
+            if not isinstance(value, Mapping):
+                raise DeclarationError(f"{where}: tolerance per_argument must map argument "
+                                       "names to {'rtol': ..., 'atol': ..., 'norm': ...}")
+            for argument, override in value.items():
+                unknown = set(override) - allowed
+                if unknown:
+                    raise DeclarationError(f"{where}: unknown tolerance key(s) "
+                                           f"{sorted(unknown)} for argument {argument!r}; "
+                                           f"use {sorted(allowed)}")
+        elif key not in allowed:
+            raise DeclarationError(f"{where}: unknown tolerance key {key!r}; use "
+                                   f"{sorted(allowed)} or per_argument")
+        elif not isinstance(value, (int, float)) or value < 0:
+            raise DeclarationError(f"{where}: tolerance {key} must be a number >= 0, "
+                                   f"got {value!r}")
 
 
 def _register(new: Kernel) -> None:

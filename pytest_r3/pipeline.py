@@ -3,16 +3,31 @@
 The default reproduces ``clang -O3``: llvmlite's PassBuilder at speed level 3 with loop and
 SLP vectorisation, unrolling and interleaving on (clang turns SLP vectorisation on at -O2 and
 above; llvmlite's own default leaves it off).
+
+Beyond the PassBuilder options, a pipeline may run extra passes before and after the
+standard one, and attach loop hints (vector width, interleave count, unroll count) to every
+loop as ``llvm.loop`` metadata, the same hints ``#pragma clang loop`` writes. Loop hints are
+used instead of LLVM's global command-line options (``-force-vector-width``...) because
+those stay set for the whole process once given, so one variant would change the next.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 
 from .errors import DeclarationError
+
+# Transform passes llvmlite exposes that make sense around the standard pipeline.
+CUSTOM_PASSES = (
+    "aggressive_dce", "aggressive_instcombine", "dead_store_elimination", "instruction_combine",
+    "jump_threading", "lcssa", "loop_deletion", "loop_rotate", "loop_simplify",
+    "loop_strength_reduce", "loop_unroll", "loop_unroll_and_jam", "mem_copy_opt", "new_gvn",
+    "reassociate", "sccp", "simplify_cfg", "sinking", "sroa", "tail_call_elimination",
+)
 
 
 @dataclass(frozen=True)
@@ -25,8 +40,24 @@ class Pipeline:
     loop_unroll: bool = True
     loop_interleave: bool = True
     inline_threshold: int | None = None
+    passes_before: tuple[str, ...] = ()
+    passes_after: tuple[str, ...] = ()
+    vector_width: int = 0          # 0: the vectoriser decides
+    interleave_count: int = 0      # 0: the vectoriser decides
+    unroll_count: int = 0          # 0: the unroller decides; 1: no unrolling
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "passes_before", tuple(self.passes_before))
+        object.__setattr__(self, "passes_after", tuple(self.passes_after))
+        for name in self.passes_before + self.passes_after:
+            if name not in CUSTOM_PASSES:
+                raise DeclarationError(
+                    f"unknown pass {name!r} in a custom pass sequence; known passes: "
+                    f"{', '.join(CUSTOM_PASSES)}")
+        for knob in ("vector_width", "interleave_count", "unroll_count"):
+            value = getattr(self, knob)
+            if not isinstance(value, int) or value < 0:
+                raise DeclarationError(f"pipeline {knob} must be an integer >= 0, got {value!r}")
         if self.level not in (0, 1, 2, 3):
             raise DeclarationError(f"pipeline level must be 0, 1, 2 or 3, got {self.level!r}")
         for name in ("loop_vectorize", "slp_vectorize", "loop_unroll", "loop_interleave"):
@@ -72,8 +103,53 @@ class Pipeline:
         default = Pipeline()
         return {k: v for k, v in self.as_dict().items() if getattr(default, k) != v}
 
+    @property
+    def loop_hints(self) -> list[tuple[str, str]]:
+        hints = []
+        if self.vector_width:
+            hints += [("llvm.loop.vectorize.enable", "i1 true"),
+                      ("llvm.loop.vectorize.width", f"i32 {self.vector_width}")]
+        if self.interleave_count:
+            hints.append(("llvm.loop.interleave.count", f"i32 {self.interleave_count}"))
+        if self.unroll_count == 1:
+            hints.append(("llvm.loop.unroll.disable", ""))
+        elif self.unroll_count > 1:
+            hints.append(("llvm.loop.unroll.count", f"i32 {self.unroll_count}"))
+        return hints
+
+    def prepare_ir(self, ir: str) -> str:
+        """Attach this pipeline's loop hints to every loop of ``ir`` (text in, text out).
+
+        Hints the source already gives through ``#pragma clang loop`` come first in each
+        loop's metadata and so take precedence.
+        """
+        hints = self.loop_hints
+        if not hints:
+            return ir
+        loop_ids = sorted(set(re.findall(r"!llvm\.loop !(\d+)", ir)), key=int)
+        if not loop_ids:
+            return ir
+        next_id = max(int(n) for n in re.findall(r"^!(\d+) = ", ir, re.MULTILINE)) + 1
+        added = []
+        for key, value in hints:
+            body = f'!"{key}"' + (f", {value}" if value else "")
+            added.append((next_id, f"!{next_id} = !{{{body}}}"))
+            next_id += 1
+        refs = ", ".join(f"!{n}" for n, _ in added)
+        for loop_id in loop_ids:
+            ir = re.sub(rf"^(!{loop_id} = distinct !{{.*)}}$", rf"\1, {refs}}}", ir,
+                        count=1, flags=re.MULTILINE)
+        return ir + "\n" + "\n".join(text for _, text in added) + "\n"
+
     def run(self, module, target_machine) -> None:
         """Optimise an llvmlite module in place."""
+        if self.passes_before:
+            _run_passes(module, self.passes_before, target_machine)
+        self._run_standard(module, target_machine)
+        if self.passes_after:
+            _run_passes(module, self.passes_after, target_machine)
+
+    def _run_standard(self, module, target_machine) -> None:
         import llvmlite.binding as llvm
 
         options = llvm.create_pipeline_tuning_options(speed_level=self.level)
@@ -85,3 +161,15 @@ class Pipeline:
             options.inlining_threshold = self.inline_threshold
         builder = llvm.create_pass_builder(target_machine, options)
         builder.getModulePassManager().run(module, builder)
+
+
+
+def _run_passes(module, names: tuple[str, ...], target_machine) -> None:
+    """Run a custom sequence of individual passes (named as in CUSTOM_PASSES)."""
+    import llvmlite.binding as llvm
+
+    manager = llvm.create_new_module_pass_manager()
+    for name in names:
+        getattr(manager, f"add_{name}_pass")()
+    builder = llvm.create_pass_builder(target_machine, llvm.create_pipeline_tuning_options())
+    manager.run(module, builder)

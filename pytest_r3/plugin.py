@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from . import declaration
+from . import declaration, options
 from .errors import DeclarationError
 
 ORACLE_MARKER = "r3_oracle"
@@ -19,13 +19,7 @@ oracles_key = pytest.StashKey[dict]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("r3", "pytest-r3 kernel autotuning")
-    group.addoption(
-        "--r3-list",
-        action="store_true",
-        default=False,
-        help="list the declared kernels, their sources, tunables and oracle tests; run no test",
-    )
+    options.add_to_pytest(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -36,6 +30,18 @@ def pytest_configure(config: pytest.Config) -> None:
         f"it passes. Example: @pytest.mark.{ORACLE_MARKER}(saxpy)",
     )
     config.stash[registry_snapshot_key] = declaration.snapshot_registry()
+    if options.value(config, "r3_record"):
+        from .plugin_record import RecordingPlugin
+
+        root = r3_dir(config) / "recordings"
+        cap = int(options.value(config, "r3_record_cap") * 2**20)
+        config.pluginmanager.register(RecordingPlugin(config, root, cap, oracle_kernels),
+                                      "r3-recording")
+
+
+def r3_dir(config: pytest.Config) -> Path:
+    """The r3 folder (recordings, results, reports), relative to the rootdir."""
+    return config.rootpath / str(options.value(config, "r3_dir"))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -73,7 +79,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session: pytest.Session) -> bool | None:
-    if session.config.getoption("r3_list"):
+    if options.value(session.config, "r3_list"):
         _print_kernel_list(session.config)
         return True
     return None

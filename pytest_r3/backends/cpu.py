@@ -99,7 +99,7 @@ class CPUBackend(Backend):
         import llvmlite.binding as llvm
 
         where = f"kernel {kernel_name!r}"
-        module = self.parse(ir, where)
+        module = self.parse(pipeline.prepare_ir(ir), where)
         if _defined_function(module, entry) is None:
             raise EntryNotFoundError(f"{where}: entry symbol {entry!r} is not defined")
         offset = _numpy_data_offset()
@@ -205,6 +205,6 @@ def pytest_r3_backend_names() -> list[str]:
     return ["cpu"]
 
 
-@hookimpl
+@hookimpl(tryfirst=True)  # pluggy asks later plugins first: built-in names must win
 def pytest_r3_make_backend(name: str):
     return CPUBackend() if name == "cpu" else None

@@ -125,6 +125,14 @@ class Evaluator:
         written = [p.name for p in self.signature.params if p.written]
         reference, _ = self._run(self.baseline, case, poison=None)
         for name in written:
+            problem = compare(name, recording.outputs[name], reference[name],
+                              self.tolerances.get(name, Tolerance()))
+            if problem:
+                raise Rejected(protocol.WRONG_OUTPUT,
+                               f"the baseline does not reproduce {case.label}: {problem}; the "
+                               "recording is stale or the kernel is not deterministic. "
+                               "Record again with `pytest --r3-record`.")
+        for name in written:
             probe = Case(recording, output_only={name})
             outputs, _ = self._run(self.baseline, probe, poison=POISON_PATTERNS[0])
             if np.array_equal(outputs[name], reference[name],

@@ -1,0 +1,95 @@
+"""One definition of every pytest-r3 setting, shared by the pytest plugin and the CLI.
+
+Each option is a command-line flag (``--r3-record-cap``) paired with an ini key
+(``r3_record_cap``) usable in ``[tool.pytest.ini_options]``; the flag wins over the ini
+value, which wins over the default.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+def _flag(value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str                       # dest and ini key: r3_record_cap
+    help: str
+    default: object
+    convert: Callable[[object], object] = str
+    is_flag: bool = False
+    metavar: str | None = None
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def describe_default(self) -> str:
+        return f"{self.help} (default: {self.default})"
+
+
+OPTIONS: dict[str, Option] = {o.name: o for o in [
+    Option("r3_list", "list declared kernels, their tunables and oracle tests; run no test",
+           False, _flag, is_flag=True),
+    Option("r3_record", "record the launches of each kernel inside its oracle tests into "
+           "<r3-dir>/recordings", False, _flag, is_flag=True),
+    Option("r3_dir", "folder for recordings, results and reports, relative to the rootdir",
+           ".r3", str, metavar="DIR"),
+    Option("r3_record_cap", "size cap per kernel for recordings, in MiB; a representative "
+           "subset is kept", 64.0, float, metavar="MIB"),
+    Option("r3_run_timeout", "wall-time limit in seconds for one kernel run during replay",
+           10.0, float, metavar="SECONDS"),
+    Option("r3_memory_limit", "address-space limit of a replay worker, in MiB", 8192.0, float,
+           metavar="MIB"),
+]}
+
+
+def add_to_pytest(parser) -> None:
+    group = parser.getgroup("r3", "pytest-r3 kernel autotuning")
+    for option in OPTIONS.values():
+        if option.is_flag:
+            group.addoption(option.flag, action="store_true", dest=option.name, default=None,
+                            help=option.help)
+        else:
+            group.addoption(option.flag, dest=option.name, default=None,
+                            metavar=option.metavar, help=option.describe_default())
+        parser.addini(option.name, option.describe_default(), default=None)
+
+
+def add_to_argparse(parser: argparse.ArgumentParser, names: list[str]) -> None:
+    for name in names:
+        option = OPTIONS[name]
+        if option.is_flag:
+            parser.add_argument(option.flag, action="store_true", dest=name,
+                                default=option.default, help=option.help)
+        else:
+            parser.add_argument(option.flag, dest=name, default=option.default,
+                                type=option.convert, metavar=option.metavar,
+                                help=option.describe_default())
+
+
+def value(config, name: str) -> object:
+    """The effective value of ``name`` for a pytest config: flag, else ini, else default."""
+    import pytest
+
+    option = OPTIONS[name]
+    raw = config.getoption(name, default=None)
+    source = f"{option.flag}"
+    if raw is None:
+        raw = config.getini(name)
+        source = f"ini key {name}"
+    if raw is None or raw == "" or raw == []:
+        return option.default
+    try:
+        return option.convert(raw)
+    except (TypeError, ValueError):
+        raise pytest.UsageError(
+            f"{source}: {raw!r} is not valid; expected {option.convert.__name__} "
+            f"({option.help})") from None

@@ -1,0 +1,58 @@
+"""Replaying recordings by hand, from Python or ``pytest-r3 replay`` (to debug a variant)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..errors import R3Error
+from ..record import RecordingStore
+from .client import ReplayServer
+from .evaluate import ReplaySettings
+from .protocol import Candidate, KernelSpec, Result
+
+SPEC_FILE = "kernel.json"
+
+
+def load_spec(r3_dir: str | Path, kernel: str) -> KernelSpec:
+    """The kernel spec saved beside its recordings by ``pytest --r3-record``."""
+    root = Path(r3_dir) / "recordings"
+    path = root / kernel / SPEC_FILE
+    if not path.exists():
+        known = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+        raise R3Error(
+            f"no recordings of kernel {kernel!r} under {root} (recorded kernels: "
+            f"{', '.join(known) or 'none'}); run `pytest --r3-record` first")
+    return KernelSpec.from_dict(json.loads(path.read_text())["spec"])
+
+
+def replay(
+    kernel: str,
+    candidate: Candidate | None = None,
+    *,
+    r3_dir: str | Path = ".r3",
+    recordings: list[str] | None = None,
+    settings: ReplaySettings | None = None,
+    source_file: str | Path | None = None,
+) -> Result:
+    """Evaluate ``candidate`` (default: the baseline) on the kernel's recordings.
+
+    ``recordings`` restricts the run to some recording keys; ``source_file`` replaces the
+    kernel's source text with that file's (the declared source is left untouched).
+    """
+    spec = load_spec(r3_dir, kernel)
+    store = RecordingStore(Path(r3_dir) / "recordings")
+    keys = store.keys(kernel)
+    if recordings:
+        unknown = sorted(set(recordings) - set(keys))
+        if unknown:
+            raise R3Error(f"kernel {kernel!r} has no recording(s) {', '.join(unknown)}; "
+                          f"recordings: {', '.join(keys)}")
+        keys = list(recordings)
+    candidate = candidate or Candidate(label="baseline")
+    if source_file is not None:
+        candidate = Candidate(candidate.macros, candidate.pipeline,
+                              Path(source_file).read_text(), candidate.launch,
+                              candidate.label or str(source_file))
+    with ReplayServer(spec, store.root, keys, settings) as server:
+        return server.evaluate(candidate)
