@@ -26,6 +26,19 @@ _registry: dict[str, Kernel] = {}
 _registry_lock = threading.Lock()
 # Called around every launch while non-empty (recording, test-to-kernel observation).
 _interceptors: list[Interceptor] = []
+# Whether plain calls use r3.lock entries; recording sessions turn it off to record baselines.
+_use_lock = True
+
+
+def use_lock_file(enabled: bool) -> None:
+    """Let plain kernel calls use their r3.lock entry (default) or always the baseline."""
+    global _use_lock
+    _use_lock = enabled
+    for kernel in registry().values():
+        kernel.activate(kernel._active)  # drop cached launchers chosen under the old rule
+
+
+_UNSET = object()
 
 
 @dataclass(frozen=True)
@@ -79,6 +92,7 @@ class Kernel:
         self._signature = None
         self._active: Variant | None = None
         self._active_launcher = None
+        self._locked: object = _UNSET
 
     def __repr__(self) -> str:
         return f"<Kernel {self.name!r} {self.backend_name} {self.source.filename}:{self.entry}>"
@@ -144,14 +158,25 @@ class Kernel:
 
     @property
     def active(self) -> Variant:
-        """The variant plain calls launch (the baseline unless one was activated)."""
-        return self._active or self.baseline
+        """The variant plain calls launch: an activated one, else the lock file's, else the
+        baseline."""
+        if self._active is not None:
+            return self._active
+        if _use_lock:
+            if self._locked is _UNSET:
+                from .lock import locked_variant
+
+                self._locked = locked_variant(self)
+            if self._locked is not None:
+                return self._locked
+        return self.baseline
 
     def activate(self, variant: Variant | None) -> None:
         """Make ``variant`` what plain calls launch; ``None`` goes back to the baseline."""
         with self._lock:
             self._active = variant
             self._active_launcher = None
+            self._locked = _UNSET
 
     def __call__(self, *args: object) -> object:
         launcher = self._active_launcher

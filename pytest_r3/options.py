@@ -40,6 +40,23 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
            False, _flag, is_flag=True),
     Option("r3_record", "record the launches of each kernel inside its oracle tests into "
            "<r3-dir>/recordings", False, _flag, is_flag=True),
+    Option("r3_tune", "record, tune every kernel exercised by its oracle tests, verify the "
+           "best variant with those tests, and write r3.lock and reports", False, _flag,
+           is_flag=True),
+    Option("r3_check", "pre-merge guard: re-verify and re-measure every locked kernel against "
+           "its baseline; fail on stale entries, failing oracles or slowdowns", False, _flag,
+           is_flag=True),
+    Option("r3_budget", "search budget per kernel: evaluations (200) or time (90s, 5m, 1h)",
+           "100", str, metavar="BUDGET"),
+    Option("r3_optimizer", "Nevergrad optimizer, by name", "NGOpt", str, metavar="NAME"),
+    Option("r3_seed", "random seed of the search (same seed, same sequence: resumable)", 0,
+           int, metavar="N"),
+    Option("r3_workers", "replay workers per kernel; 0 means one per CPU core", 0, int,
+           metavar="N"),
+    Option("r3_kernels", "comma-separated kernel names to tune or check (default: all)", "",
+           str, metavar="NAMES"),
+    Option("r3_check_threshold", "percent slowdown against the baseline at which "
+           "--r3-check fails", 5.0, float, metavar="PERCENT"),
     Option("r3_dir", "folder for recordings, results and reports, relative to the rootdir",
            ".r3", str, metavar="DIR"),
     Option("r3_record_cap", "size cap per kernel for recordings, in MiB; a representative "

@@ -30,13 +30,25 @@ def pytest_configure(config: pytest.Config) -> None:
         f"it passes. Example: @pytest.mark.{ORACLE_MARKER}(saxpy)",
     )
     config.stash[registry_snapshot_key] = declaration.snapshot_registry()
-    if options.value(config, "r3_record"):
+    tune = options.value(config, "r3_tune")
+    check = options.value(config, "r3_check")
+    if tune and check:
+        raise pytest.UsageError("--r3-tune and --r3-check do not go together: tune first, "
+                                "then check (e.g. in CI)")
+    if options.value(config, "r3_record") or tune or check:
         from .plugin_record import RecordingPlugin
 
+        declaration.use_lock_file(False)  # record what the baseline does
         root = r3_dir(config) / "recordings"
         cap = int(options.value(config, "r3_record_cap") * 2**20)
-        config.pluginmanager.register(RecordingPlugin(config, root, cap, oracle_kernels),
-                                      "r3-recording")
+        recorder = RecordingPlugin(config, root, cap, oracle_kernels)
+        config.pluginmanager.register(recorder, "r3-recording")
+        if tune or check:
+            from .plugin_tune import TunePlugin
+
+            config.pluginmanager.register(
+                TunePlugin(config, recorder, r3_dir(config), "tune" if tune else "check"),
+                "r3-tuning")
 
 
 def r3_dir(config: pytest.Config) -> Path:
@@ -48,6 +60,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     saved = config.stash.get(registry_snapshot_key, None)
     if saved is not None:
         declaration.restore_registry(saved)
+    declaration.use_lock_file(True)
 
 
 def oracle_kernels(item: pytest.Item) -> list[str]:

@@ -32,8 +32,11 @@ class RecordingPlugin:
         self.launches: dict[str, int] = defaultdict(int)
         self.kernels: dict[str, declaration.Kernel] = {}
         self.summary: dict[str, dict] = {}
+        self.ran: set[str] = set()  # test ids that ran (marked ones may be deselected)
         self._item: pytest.Item | None = None
         self._item_oracles: set[str] = set()
+        self.paused = False
+        self.saved = False
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         for item in items:
@@ -44,6 +47,7 @@ class RecordingPlugin:
     def pytest_runtest_call(self, item: pytest.Item):
         self._item = item
         self._item_oracles = set(self._oracle_kernels(item))
+        self.ran.add(item.nodeid)
         declaration.add_interceptor(self._intercept)
         try:
             return (yield)
@@ -52,6 +56,8 @@ class RecordingPlugin:
             self._item = None
 
     def _intercept(self, kernel, args, proceed):
+        if self.paused:
+            return proceed()
         nodeid = self._item.nodeid if self._item is not None else "<outside a test>"
         self.observed[kernel.name].add(nodeid)
         wanted = (kernel.name in self._item_oracles
@@ -64,9 +70,20 @@ class RecordingPlugin:
         self.recordings[kernel.name].append(recording)
         return result
 
+    def oracle_tests(self, kernel: str) -> list[str]:
+        """Node ids of the tests a tuned variant of ``kernel`` must pass."""
+        return self.marked.get(kernel) or sorted(self.observed.get(kernel, ()))
+
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.save()
+
+    def save(self) -> None:
+        """Write the session's recordings (once) and each kernel's spec beside them."""
         from .replay.protocol import KernelSpec
 
+        if self.saved:
+            return
+        self.saved = True
         for name, recordings in self.recordings.items():
             kernel = self.kernels[name]
             index = self.store.save(name, recordings, self.cap_bytes)
@@ -97,5 +114,9 @@ class RecordingPlugin:
                 write(f"  too weak to verify with alone (output equals input): "
                       f"{', '.join(index['weak'])}")
         for name in sorted(set(self.marked) - set(self.summary)):
-            write(f"{name}: marked oracle tests ran but never launched it")
+            if self.ran.intersection(self.marked[name]):
+                write(f"{name}: marked oracle tests ran but never launched it")
+            else:
+                write(f"{name}: not recorded, none of its marked oracle tests ran "
+                      "(deselected or skipped)")
         write(f"stored under {self.store.root}")

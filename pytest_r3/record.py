@@ -157,17 +157,27 @@ class RecordingStore:
 
         Recordings already on disk for this kernel are merged in (by key), so recording
         twice, or from two test runs, accumulates; stale files beyond the cap are removed.
+        A new recording replaces one with the same inputs, and recordings made from another
+        version of the kernel source are dropped (their outputs are no longer the answer).
         """
+        recordings = list(recordings)
+        current = {r.source_hash for r in recordings if r.source_hash}
         merged: dict[str, Recording] = {}
+        stale: list[tuple[Recording, str]] = []
         for existing in self.load_all(kernel) if self.kernel_dir(kernel).is_dir() else []:
-            merged[existing.key] = existing
-        for recording in recordings:
-            if recording.key in merged:
-                merged[recording.key].tests = sorted(
-                    set(merged[recording.key].tests) | set(recording.tests))
+            if current and existing.source_hash and existing.source_hash not in current:
+                # its outputs come from another version of the kernel: no longer the answer
+                stale.append((existing, "recorded from another version of the kernel source"))
             else:
-                merged[recording.key] = recording
+                merged[existing.key] = existing
+        for recording in recordings:
+            if recording.key in merged:  # same inputs: the new run's outputs win
+                recording.tests = sorted(set(merged[recording.key].tests) | set(recording.tests))
+            merged[recording.key] = recording
         kept, dropped = select(list(merged.values()), cap_bytes)
+        kept_keys = {r.key for r in kept}
+        # a stale recording with the same inputs as a new one was replaced, not dropped
+        dropped = [(r, why) for r, why in stale if r.key not in kept_keys] + dropped
         for recording in kept:
             self.write(recording)
         folder = self.kernel_dir(kernel)

@@ -46,6 +46,9 @@ def check_module(module) -> list[Violation]:
 
     defined = {f.name for f in module.functions if not f.is_declaration}
     violations: list[Violation] = []
+    # file-scope asm can define any symbol (even an allowlisted name such as fmaf)
+    if re.search(r"^module asm ", str(module), re.MULTILINE):
+        violations.append(Violation("asm", "<module>", "module-level inline assembly"))
     for variable in module.global_variables:
         if variable.is_declaration:
             violations.append(Violation(variable.name, "<module>",

@@ -13,6 +13,7 @@ import functools
 import hashlib
 import importlib.util
 import os
+import platform
 import re
 import shlex
 import subprocess
@@ -98,10 +99,17 @@ def _zig_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
+def _zig_arch() -> str:
+    """This machine's architecture as zig spells it in a target (its headers must match)."""
+    machine = platform.machine().lower()
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
+
+
 def _zig_system_flags(zig: Path) -> tuple[str, ...]:
     """zig's own libc headers, read from what `zig cc` would pass to clang's cc1."""
     out = subprocess.run(
-        [str(zig), "cc", "-target", "x86_64-linux-gnu", "-###", "-x", "c", "-c", os.devnull],
+        [str(zig), "cc", "-target", f"{_zig_arch()}-linux-gnu", "-###", "-x", "c", "-c",
+         os.devnull],
         capture_output=True,
         text=True,
         timeout=60,
@@ -231,7 +239,7 @@ def compile_to_ir(
         )
         raise CompileError(
             f"clang could not compile {filename}: {first}\n\n{diagnostics}\n\n"
-            f"command: {shlex.join(args)}",
+            f"command: {_readable_command(args)}",
             diagnostics=diagnostics,
             command=args,
         )
@@ -241,6 +249,26 @@ def compile_to_ir(
         while len(_ir_cache) > IR_CACHE_SIZE:
             _ir_cache.popitem(last=False)
     return ir
+
+
+def _readable_command(args: Sequence[str]) -> str:
+    """``args`` for an error message, the host's long run of CPU feature flags summarised
+    (the exact command stays on ``CompileError.command``)."""
+    shown: list[str] = []
+    features = 0
+    index = 0
+    while index < len(args):
+        if list(args[index:index + 3]) == ["-Xclang", "-target-feature", "-Xclang"] \
+                and index + 3 < len(args):
+            if features == 0:
+                shown.append("<target features>")
+            features += 1
+            index += 4
+            continue
+        shown.append(args[index])
+        index += 1
+    text = shlex.join(shown)
+    return text.replace("'<target features>'", f"<{features} -target-feature flags>")
 
 
 def source_hash(source: str) -> str:

@@ -5,7 +5,7 @@ from exampleproj import matmul
 
 
 @pytest.mark.r3_oracle(matmul)
-@pytest.mark.parametrize("n", [1, 5, 33, 128])
+@pytest.mark.parametrize("n", [1, 5, 33, 128, 256])
 def test_matmul_matches_numpy(n):
     rng = np.random.default_rng(n)
     a = rng.standard_normal((n, n))

@@ -1,0 +1,62 @@
+"""``report.json`` in pytest-benchmark's format, so ``pytest-benchmark compare`` reads it.
+
+Each kernel gives two benchmarks in one group: the baseline and the tuned variant, with
+the per-round times measured interleaved during the final confirmation.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..outputs import write_json_atomic
+from .model import KernelReport
+
+OPTIONS = {"disable_gc": False, "timer": "perf_counter", "min_rounds": 1, "max_time": 0.0,
+           "min_time": 0.0, "warmup": True}
+
+
+def _benchmark(row: KernelReport, which: str, samples: list[float]) -> dict:
+    from pytest_benchmark.stats import Stats
+
+    stats = Stats()
+    for sample in samples:
+        stats.update(sample)
+    data = stats.as_dict()
+    data["iterations"] = 1
+    data["data"] = list(samples)
+    return {
+        "group": f"r3:{row.kernel}",
+        "name": f"{row.kernel}[{which}]",
+        "fullname": f"r3::{row.kernel}[{which}]",
+        "params": {"variant": which},
+        "param": which,
+        "extra_info": {"target": row.target, "status": row.status, "speedup": row.speedup,
+                       "changes": row.changes, "evaluations": row.evaluations},
+        "options": OPTIONS,
+        "stats": data,
+    }
+
+
+def build(rows: list[KernelReport]) -> dict:
+    from pytest_benchmark.plugin import pytest_benchmark_generate_machine_info
+    from pytest_benchmark.utils import get_commit_info
+    import pytest_benchmark
+
+    benchmarks = []
+    for row in rows:
+        if row.baseline_samples:
+            benchmarks.append(_benchmark(row, "baseline", row.baseline_samples))
+        if row.tuned_samples:
+            benchmarks.append(_benchmark(row, "tuned", row.tuned_samples))
+    return {
+        "machine_info": pytest_benchmark_generate_machine_info(),
+        "commit_info": get_commit_info(),
+        "benchmarks": benchmarks,
+        "datetime": datetime.now(timezone.utc).isoformat(),
+        "version": pytest_benchmark.__version__,
+    }
+
+
+def write(path: Path, rows: list[KernelReport]) -> Path:
+    return write_json_atomic(path, build(rows))

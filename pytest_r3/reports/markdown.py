@@ -1,0 +1,39 @@
+"""``report.md``: a table for a pull-request comment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..outputs import write_text_atomic
+from .model import KernelReport
+
+
+def _us(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1e6:,.1f} us"
+
+
+def render(rows: list[KernelReport]) -> str:
+    lines = [
+        "## pytest-r3 tuning report",
+        "",
+        "| kernel | target | status | baseline | tuned | speedup (IQR) | evaluations | changes |",
+        "|---|---|---|---:|---:|---:|---:|---|",
+    ]
+    for row in rows:
+        speedup = "-" if row.speedup is None else (
+            f"{row.speedup:.2f}x ({row.speedup_q1:.2f}-{row.speedup_q3:.2f})")
+        flag = " (review)" if row.review else ""
+        lines.append(
+            f"| `{row.kernel}` | {row.target} | {row.status}{flag} | {_us(row.baseline_seconds)} "
+            f"| {_us(row.tuned_seconds)} | {speedup} | {row.evaluations} "
+            f"({row.new_evaluations} new) | {row.describe_changes()} |")
+    notes = [(row.kernel, note) for row in rows for note in row.notes]
+    if notes:
+        lines += ["", "Notes:", ""] + [f"- `{kernel}`: {note}" for kernel, note in notes]
+    lines += ["", "Speedups are medians of baseline/tuned ratios measured interleaved in one "
+              "process; IQR is their interquartile range."]
+    return "\n".join(lines) + "\n"
+
+
+def write(path: Path, rows: list[KernelReport]) -> Path:
+    return write_text_atomic(path, render(rows))

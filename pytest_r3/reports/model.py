@@ -1,0 +1,38 @@
+"""What a report says about one kernel after tuning (plain data, built by the plugin)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class KernelReport:
+    kernel: str
+    target: str
+    status: str                      # tuned, baseline kept, oracle tests failed, not tuned...
+    baseline_seconds: float | None = None
+    tuned_seconds: float | None = None
+    speedup: float | None = None
+    speedup_q1: float | None = None
+    speedup_q3: float | None = None
+    evaluations: int = 0
+    new_evaluations: int = 0
+    optimizer: str = ""
+    changes: dict = field(default_factory=dict)
+    convergence: list[float] = field(default_factory=list)
+    baseline_samples: list[float] = field(default_factory=list)
+    tuned_samples: list[float] = field(default_factory=list)
+    review: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def describe_changes(self) -> str:
+        if not self.changes:
+            return "-"
+        parts = [f"{k}={v}" for k, v in self.changes.get("macros", {}).items()]
+        parts += [f"{k}={v}" for k, v in self.changes.get("pipeline", {}).items()]
+        if self.changes.get("source"):
+            parts.append("source rewrite")
+        return ", ".join(parts) or "-"

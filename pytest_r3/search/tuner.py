@@ -1,0 +1,237 @@
+"""The inner search loop: Nevergrad proposes, replay workers evaluate, the store remembers.
+
+Candidates are asked in batches of one per worker and told back in the order asked, so a
+run with the same seed asks the same sequence again; together with the result store this
+is what lets an interrupted run resume without repeating an evaluation.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from queue import Queue
+
+from ..errors import R3Error
+from ..replay.protocol import Candidate, Result
+from ..store import ResultStore, configuration_key
+from .space import SearchSpace
+
+FAILURE_LOSS = 10.0
+INVALID = "invalid"
+
+
+class BudgetError(R3Error, ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much search per kernel: a number of evaluations and/or wall-clock seconds."""
+
+    evaluations: int | None = None
+    seconds: float | None = None
+
+    @classmethod
+    def parse(cls, text: str | int) -> Budget:
+        text = str(text).strip().lower()
+        if re.fullmatch(r"\d+", text):
+            if int(text) < 1:
+                raise BudgetError(f"budget {text!r}: need at least 1 evaluation")
+            return cls(evaluations=int(text))
+        match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(s|m|h)", text)
+        if match:
+            seconds = float(match.group(1)) * {"s": 1, "m": 60, "h": 3600}[match.group(2)]
+            return cls(seconds=seconds)
+        raise BudgetError(f"budget {text!r} is neither a number of evaluations (200) nor a "
+                          "duration (90s, 5m, 1h)")
+
+    def exhausted(self, evaluations: int, elapsed: float) -> bool:
+        if self.evaluations is not None and evaluations >= self.evaluations:
+            return True
+        return self.seconds is not None and elapsed >= self.seconds
+
+    def describe(self) -> str:
+        return (f"{self.evaluations} evaluations" if self.evaluations is not None
+                else f"{self.seconds:g} s")
+
+
+@dataclass
+class Step:
+    """One evaluation as the search saw it (for convergence plots and resumption stats)."""
+
+    index: int
+    key: str
+    status: str
+    loss: float
+    speedup: float | None
+    cached: bool
+
+
+@dataclass
+class Outcome:
+    kernel: str
+    optimizer: str
+    budget: Budget
+    steps: list[Step] = field(default_factory=list)
+    best_candidate: Candidate | None = None
+    best_result: Result | None = None
+    baseline_result: Result | None = None
+    new_evaluations: int = 0
+    seconds: float = 0.0
+    candidates: list[Candidate] = field(default_factory=list)
+    confirmations: list[tuple[Candidate, Result]] = field(default_factory=list)
+
+    @property
+    def evaluations(self) -> int:
+        return len(self.steps)
+
+    def convergence(self) -> list[float]:
+        """Best speedup so far after each evaluation."""
+        best, curve = 1.0, []
+        for step in self.steps:
+            if step.speedup is not None and step.status == "ok":
+                best = max(best, step.speedup)
+            curve.append(best)
+        return curve
+
+    def evaluations_to_within(self, fraction: float = 0.05) -> int | None:
+        curve = self.convergence()
+        if not curve:
+            return None
+        final = curve[-1]
+        for index, value in enumerate(curve, start=1):
+            if value >= final * (1 - fraction):
+                return index
+        return len(curve)
+
+
+def loss_of(result: dict) -> float:
+    if result.get("status") != "ok" or not result.get("timing"):
+        return FAILURE_LOSS
+    return 1.0 / max(result["timing"]["speedup"], 1e-9)
+
+
+class Tuner:
+    """Searches one kernel's space on a pool of replay servers."""
+
+    def __init__(self, kernel: str, source_hash: str, space: SearchSpace, servers: list,
+                 store: ResultStore, *, optimizer: str = "NGOpt", seed: int = 0,
+                 budget: Budget = Budget(evaluations=100),
+                 progress: Callable[[Outcome], None] | None = None,
+                 confirm_top: int = 3) -> None:
+        import nevergrad as ng
+
+        if optimizer not in ng.optimizers.registry:
+            close = sorted(n for n in ng.optimizers.registry if optimizer.lower()[:4] in n.lower())
+            raise R3Error(f"unknown Nevergrad optimizer {optimizer!r}"
+                          + (f"; similar: {', '.join(close[:8])}" if close else "")
+                          + "; e.g. NGOpt, TwoPointsDE, PortfolioDiscreteOnePlusOne, "
+                          "RandomSearch")
+        self.kernel = kernel
+        self.source_hash = source_hash
+        self.space = space
+        self.servers = servers
+        self.store = store
+        self.optimizer_name = optimizer
+        self.seed = seed
+        self.budget = budget
+        self.progress = progress
+        self.confirm_top = confirm_top
+
+    def _evaluate_batch(self, candidates: list[Candidate]) -> list[tuple[dict, bool]]:
+        """(result dict, came from the store) for each candidate, evaluated in parallel."""
+        free: Queue = Queue()
+        for server in self.servers:
+            free.put(server)
+
+        def evaluate(candidate: Candidate) -> tuple[dict, bool]:
+            key = configuration_key(self.source_hash, candidate.key())
+            stored = self.store.get(key)
+            if stored is not None:
+                return stored["result"], True
+            server = free.get()
+            try:
+                result = server.evaluate(candidate).as_dict()
+            finally:
+                free.put(server)
+            self.store.add(key, candidate.as_dict(), result)
+            return result, False
+
+        unique = {c.key(): c for c in candidates}  # the same point twice runs once
+        with ThreadPoolExecutor(max_workers=len(self.servers)) as pool:
+            results = dict(zip(unique, pool.map(evaluate, unique.values())))
+        seen: set[str] = set()
+        answers = []
+        for candidate in candidates:
+            result, cached = results[candidate.key()]
+            answers.append((result, cached or candidate.key() in seen))
+            seen.add(candidate.key())
+        return answers
+
+    def run(self) -> Outcome:
+        import nevergrad as ng
+
+        parametrization = self.space.parametrization(self.seed)
+        cap = self.budget.evaluations or 100_000
+        optimizer = ng.optimizers.registry[self.optimizer_name](
+            parametrization=parametrization, budget=cap, num_workers=len(self.servers))
+        optimizer.suggest(parametrization.value)  # the baseline is evaluated first
+        outcome = Outcome(self.kernel, self.optimizer_name, self.budget)
+        started = time.perf_counter()
+        while not self.budget.exhausted(outcome.evaluations, time.perf_counter() - started):
+            room = (self.budget.evaluations - outcome.evaluations
+                    if self.budget.evaluations is not None else len(self.servers))
+            points = [optimizer.ask() for _ in range(max(1, min(len(self.servers), room)))]
+            candidates, runnable = [], []
+            for index, point in enumerate(points):
+                label = f"{self.kernel} #{outcome.evaluations + index + 1}"
+                candidate = self.space.decode(point.value, label)
+                candidates.append(candidate)
+                if self.space.is_valid(point.value):
+                    runnable.append(candidate)
+            evaluated = iter(self._evaluate_batch(runnable))
+            for point, candidate in zip(points, candidates):
+                if self.space.is_valid(point.value):
+                    result, cached = next(evaluated)
+                else:
+                    result, cached = {"status": INVALID, "timing": {}}, True
+                loss = loss_of(result)
+                optimizer.tell(point, loss)
+                outcome.new_evaluations += 0 if cached else 1
+                outcome.candidates.append(candidate)
+                speedup = (result.get("timing") or {}).get("speedup")
+                outcome.steps.append(Step(len(outcome.steps) + 1,
+                                          configuration_key(self.source_hash, candidate.key()),
+                                          result["status"], loss, speedup, cached))
+                if not candidate.macros and not candidate.pipeline \
+                        and outcome.baseline_result is None and result["status"] != INVALID:
+                    outcome.baseline_result = Result.from_dict(result)
+            if self.progress:
+                self.progress(outcome)
+        self._confirm(outcome)
+        outcome.seconds = time.perf_counter() - started
+        return outcome
+
+    def _confirm(self, outcome: Outcome) -> None:
+        """Re-measure the best few alone, one at a time, and keep the best confirmed one.
+
+        During the search workers time candidates side by side and a lucky measurement can
+        look like a win; the confirmation runs have the machine to themselves.
+        """
+        ranked: dict[str, tuple[float, Candidate]] = {}
+        for step, candidate in zip(outcome.steps, outcome.candidates):
+            if step.status == "ok" and (candidate.macros or candidate.pipeline):
+                ranked.setdefault(step.key, (step.loss, candidate))
+        finalists = sorted(ranked.values(), key=lambda pair: pair[0])[: self.confirm_top]
+        outcome.best_candidate, outcome.best_result = None, None
+        best_speedup = 1.0
+        for _, candidate in finalists:
+            result = self.servers[0].evaluate(candidate)
+            outcome.confirmations.append((candidate, result))
+            timing = result.timing
+            if result.ok and not timing.get("within_noise") and timing["speedup"] > best_speedup:
+                best_speedup = timing["speedup"]
+                outcome.best_candidate, outcome.best_result = candidate, result
