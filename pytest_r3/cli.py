@@ -16,7 +16,7 @@ def _assignments(pairs: list[str], what: str) -> dict[str, object]:
     for pair in pairs:
         name, sep, text = pair.partition("=")
         if not sep or not name:
-            raise SystemExit(f"pytest-r3: {what} {pair!r} must look like NAME=VALUE")
+            raise R3Error(f"{what} {pair!r} must look like NAME=VALUE")  # exit code 2
         try:
             values[name] = json.loads(text)
         except ValueError:

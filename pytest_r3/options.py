@@ -53,6 +53,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
            int, metavar="N"),
     Option("r3_workers", "replay workers per kernel; 0 means one per CPU core", 0, int,
            metavar="N"),
+    Option("r3_search_pipeline", "also search the LLVM pipeline (level, vectoriser, unroller, "
+           "loop hints, extra passes); false searches the kernel's own tunables only", True,
+           _flag, metavar="BOOL"),
     Option("r3_kernels", "comma-separated kernel names to tune or check (default: all)", "",
            str, metavar="NAMES"),
     Option("r3_check_threshold", "percent slowdown against the baseline at which "

@@ -165,6 +165,11 @@ class TunePlugin:
         workers = int(options.value(self.config, "r3_workers")) or os.cpu_count() or 1
         optimizer = str(options.value(self.config, "r3_optimizer"))
         row = KernelReport(kernel.name, target, "baseline kept", optimizer=optimizer)
+        search_pipeline = bool(options.value(self.config, "r3_search_pipeline"))
+        if not kernel.space.tunables and not search_pipeline:
+            row.status = "not tuned"
+            row.notes.append("nothing to tune: no tunables and r3_search_pipeline is false")
+            return row
         self._say(f"pytest-r3: tuning {kernel.name} on {target} with {optimizer}, "
                   f"budget {budget.describe()}, {workers} worker(s)")
         servers = [self._server(kernel, self._settings()) for _ in range(workers)]
@@ -172,7 +177,8 @@ class TunePlugin:
             for server in servers:
                 server.start()
             tuner = Tuner(kernel.name, kernel.source.hash,
-                          SearchSpace(kernel.space, kernel.pipeline), servers,
+                          SearchSpace(kernel.space, kernel.pipeline,
+                                      tune_pipeline=search_pipeline), servers,
                           ResultStore(self.r3_dir / "results", kernel.name, target),
                           optimizer=optimizer, seed=int(options.value(self.config, "r3_seed")),
                           budget=budget, progress=self._progress(budget))
@@ -189,6 +195,9 @@ class TunePlugin:
         row.convergence = outcome.convergence()
         if outcome.baseline_result and outcome.baseline_result.timing:
             row.baseline_seconds = outcome.baseline_result.timing["baseline_median"]
+        if outcome.exhausted:
+            row.notes.append(f"search space exhausted after {outcome.evaluations} distinct "
+                             "configuration(s)")
         failed = sum(1 for s in outcome.steps if s.status not in ("ok", "invalid"))
         if failed:
             row.notes.append(f"{failed} candidate(s) failed (compile error, crash, wrong "

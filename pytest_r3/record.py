@@ -37,12 +37,17 @@ class Recording:
 
     @property
     def key(self) -> str:
+        """Content hash of the launch: read-only inputs, scalars and the written results.
+
+        The prior content of written buffers is left out: for output-only buffers it is
+        whatever memory held (np.empty), and for in-out buffers it shows in the results.
+        """
         digest = hashlib.sha256(self.kernel.encode())
         for param in self.params:
             name = param["name"]
             digest.update(name.encode())
             if param["is_pointer"]:
-                array = self.inputs[name]
+                array = self.outputs[name] if param["written"] else self.inputs[name]
                 digest.update(f"{array.dtype.str}{array.shape}".encode())
                 digest.update(np.ascontiguousarray(array).tobytes())
             else:

@@ -83,6 +83,7 @@ class Outcome:
     seconds: float = 0.0
     candidates: list[Candidate] = field(default_factory=list)
     confirmations: list[tuple[Candidate, Result]] = field(default_factory=list)
+    exhausted: bool = False
 
     @property
     def evaluations(self) -> int:
@@ -121,7 +122,7 @@ class Tuner:
                  store: ResultStore, *, optimizer: str = "NGOpt", seed: int = 0,
                  budget: Budget = Budget(evaluations=100),
                  progress: Callable[[Outcome], None] | None = None,
-                 confirm_top: int = 3) -> None:
+                 confirm_top: int = 3, max_repeats: int = 200) -> None:
         import nevergrad as ng
 
         if optimizer not in ng.optimizers.registry:
@@ -140,6 +141,7 @@ class Tuner:
         self.budget = budget
         self.progress = progress
         self.confirm_top = confirm_top
+        self.max_repeats = max_repeats
 
     def _evaluate_batch(self, candidates: list[Candidate]) -> list[tuple[dict, bool]]:
         """(result dict, came from the store) for each candidate, evaluated in parallel."""
@@ -180,37 +182,45 @@ class Tuner:
             parametrization=parametrization, budget=cap, num_workers=len(self.servers))
         optimizer.suggest(parametrization.value)  # the baseline is evaluated first
         outcome = Outcome(self.kernel, self.optimizer_name, self.budget)
+        losses: dict[str, float] = {}  # configurations seen in this run
+        repeats_in_a_row = 0
         started = time.perf_counter()
         while not self.budget.exhausted(outcome.evaluations, time.perf_counter() - started):
             room = (self.budget.evaluations - outcome.evaluations
                     if self.budget.evaluations is not None else len(self.servers))
             points = [optimizer.ask() for _ in range(max(1, min(len(self.servers), room)))]
-            candidates, runnable = [], []
-            for index, point in enumerate(points):
-                label = f"{self.kernel} #{outcome.evaluations + index + 1}"
-                candidate = self.space.decode(point.value, label)
-                candidates.append(candidate)
-                if self.space.is_valid(point.value):
-                    runnable.append(candidate)
-            evaluated = iter(self._evaluate_batch(runnable))
-            for point, candidate in zip(points, candidates):
-                if self.space.is_valid(point.value):
-                    result, cached = next(evaluated)
-                else:
-                    result, cached = {"status": INVALID, "timing": {}}, True
-                loss = loss_of(result)
+            fresh: dict[str, Candidate] = {}
+            keyed = []
+            for point in points:
+                candidate = self.space.decode(point.value,
+                                              f"{self.kernel} #{len(losses) + len(fresh) + 1}")
+                key = configuration_key(self.source_hash, candidate.key())
+                keyed.append((point, candidate, key))
+                if key not in losses and key not in fresh and self.space.is_valid(point.value):
+                    fresh[key] = candidate
+            results = dict(zip(fresh, self._evaluate_batch(list(fresh.values()))))
+            for point, candidate, key in keyed:
+                if key in losses:  # asked again: answer from memory, costs no budget
+                    optimizer.tell(point, losses[key])
+                    repeats_in_a_row += 1
+                    continue
+                result, cached = results.get(key) or ({"status": INVALID, "timing": {}}, True)
+                loss = losses[key] = loss_of(result)
                 optimizer.tell(point, loss)
+                repeats_in_a_row = 0
                 outcome.new_evaluations += 0 if cached else 1
                 outcome.candidates.append(candidate)
                 speedup = (result.get("timing") or {}).get("speedup")
-                outcome.steps.append(Step(len(outcome.steps) + 1,
-                                          configuration_key(self.source_hash, candidate.key()),
-                                          result["status"], loss, speedup, cached))
+                outcome.steps.append(Step(len(outcome.steps) + 1, key, result["status"], loss,
+                                          speedup, cached))
                 if not candidate.macros and not candidate.pipeline \
                         and outcome.baseline_result is None and result["status"] != INVALID:
                     outcome.baseline_result = Result.from_dict(result)
             if self.progress:
                 self.progress(outcome)
+            if repeats_in_a_row >= self.max_repeats:
+                outcome.exhausted = True  # the optimizer only proposes known points
+                break
         self._confirm(outcome)
         outcome.seconds = time.perf_counter() - started
         return outcome
