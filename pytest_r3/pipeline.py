@@ -72,7 +72,8 @@ class Pipeline:
             )
 
     @classmethod
-    def from_mapping(cls, settings: Mapping[str, object] | Pipeline | None, where: str = "") -> Pipeline:
+    def from_mapping(cls, settings: Mapping[str, object] | Pipeline | None,
+                     where: str = "") -> Pipeline:
         """Build from a user's dict, refusing unknown keys with the list of known ones."""
         if settings is None:
             return cls()

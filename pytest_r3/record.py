@@ -95,13 +95,13 @@ class Recording:
 def capture(kernel, args: tuple, run: Callable[[], object], test: str) -> tuple[object, Recording]:
     """Run one launch, recording it; the caller sees exactly what an unrecorded run gives."""
     signature = kernel.signature
-    inputs = {p.name: np.array(a, copy=True) for p, a in zip(signature.params, args)
+    inputs = {p.name: np.array(a, copy=True) for p, a in zip(signature.params, args, strict=False)
               if p.is_pointer}
     result = run()
-    outputs = {p.name: np.array(a, copy=True) for p, a in zip(signature.params, args)
+    outputs = {p.name: np.array(a, copy=True) for p, a in zip(signature.params, args, strict=False)
                if p.written}
     scalars = {p.name: (int(a) if np.dtype(p.dtype).kind in "iub" else float(a))
-               for p, a in zip(signature.params, args) if not p.is_pointer}
+               for p, a in zip(signature.params, args, strict=False) if not p.is_pointer}
     params = [{"name": p.name, "dtype": p.dtype, "is_pointer": p.is_pointer,
                "written": p.written, "ctype": p.ctype} for p in signature.params]
     returned = None if result is None else (float(result) if isinstance(result, float)
@@ -204,7 +204,8 @@ class RecordingStore:
         return index
 
 
-def select(recordings: list[Recording], cap_bytes: int) -> tuple[list[Recording], list[tuple[Recording, str]]]:
+def select(recordings: list[Recording],
+           cap_bytes: int) -> tuple[list[Recording], list[tuple[Recording, str]]]:
     """Pick a subset under the cap: one of each distinct shape first, smallest first."""
     ordered = sorted(recordings, key=lambda r: (r.nbytes, r.key))
     seen_shapes: set[str] = set()

@@ -125,7 +125,8 @@ def _argument_memory(function_attributes: str) -> str:
     return argmem or default
 
 
-def read_signature(debug_ir: str, entry: str, optimised_function=None, where: str = "") -> Signature:
+def read_signature(debug_ir: str, entry: str, optimised_function=None,
+                   where: str = "") -> Signature:
     """Build the signature of ``entry`` from ``-g`` IR and, if given, its optimised function.
 
     ``optimised_function`` is an llvmlite ValueRef of the same function after the pass

@@ -73,7 +73,8 @@ def parse_tolerances(spec: Mapping[str, object] | None, param_names: tuple[str, 
     return result
 
 
-def compare(name: str, expected: np.ndarray, actual: np.ndarray, tolerance: Tolerance) -> str | None:
+def compare(name: str, expected: np.ndarray, actual: np.ndarray,
+            tolerance: Tolerance) -> str | None:
     """None if ``actual`` matches ``expected``, else a short explanation of the difference."""
     with np.errstate(invalid="ignore", over="ignore"):  # inf - inf is handled, not a warning
         return _compare(name, expected, actual, tolerance)

@@ -193,11 +193,15 @@ def _thunk_ir(module, entry: str, offset: int) -> str:
 
 
 def _defined_function(module, entry: str):
+    from llvmlite.binding import Linkage
+
     try:
         function = module.get_function(entry)
     except NameError:
         return None
-    return None if function.is_declaration else function
+    if function.is_declaration or function.linkage in (Linkage.internal, Linkage.private):
+        return None  # a static entry has no symbol to call
+    return function
 
 
 @hookimpl

@@ -31,7 +31,7 @@ def interleaved_speedup(backend, baseline, candidate, cases, make_arguments, set
     base_times, cand_times = [], []
     for round_index in range(settings.warmup_rounds + settings.timing_rounds):
         base_total = cand_total = 0.0
-        for b_args, c_args, repeat in zip(base_args, cand_args, repeats):
+        for b_args, c_args, repeat in zip(base_args, cand_args, repeats, strict=True):
             if round_index % 2:
                 cand_total += _sample(backend, candidate, c_args, repeat) / repeat
                 base_total += _sample(backend, baseline, b_args, repeat) / repeat

@@ -74,7 +74,8 @@ def main(argv: list[str]) -> None:
     signal.signal(signal.SIGALRM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the client's to handle
     sys.path.insert(0, str(Path.cwd()))
-    with Connection(read_fd, writable=False) as reader, Connection(write_fd, readable=False) as writer:
+    with Connection(read_fd, writable=False) as reader, \
+            Connection(write_fd, readable=False) as writer:
         worker = Worker(_Duplex(reader, writer))
         worker.serve()
 

@@ -39,9 +39,9 @@ def _benchmark(row: KernelReport, which: str, samples: list[float]) -> dict:
 
 
 def build(rows: list[KernelReport]) -> dict:
+    import pytest_benchmark
     from pytest_benchmark.plugin import pytest_benchmark_generate_machine_info
     from pytest_benchmark.utils import get_commit_info
-    import pytest_benchmark
 
     benchmarks = []
     for row in rows:

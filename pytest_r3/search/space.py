@@ -36,7 +36,7 @@ class SearchSpace:
     tune_pipeline: bool = True
     pass_slots: int = 2
 
-    def parametrization(self, seed: int):
+    def parametrization(self, seed: int, start_macros: dict | None = None):
         import nevergrad as ng
 
         def choice(values: tuple, start: object):
@@ -50,7 +50,8 @@ class SearchSpace:
             parameter.value = start
             return parameter
 
-        macros = {name: choice(values, self.tuning.default[name])
+        start = {**self.tuning.default, **(start_macros or {})}
+        macros = {name: choice(values, start[name])
                   for name, values in self.tuning.tunables.items()}
         parts: dict = {"macros": ng.p.Dict(**macros)}
         if self.tune_pipeline:

@@ -174,29 +174,70 @@ class Tuner:
         return answers
 
     def run(self) -> Outcome:
+        """Search within the budget, then confirm the best configurations.
+
+        When both the kernel's own tunables and the pipeline are searched, the tunables go
+        first, alone, on up to half the budget (exhaustively if they are few): they are what
+        the kernel's author thought mattered, and in the joint space an optimiser spends
+        most of a small budget on pipeline flags. The pipeline search then starts from the
+        best tunable values.
+        """
+        outcome = Outcome(self.kernel, self.optimizer_name, self.budget)
+        started = time.perf_counter()
+        losses: dict[str, float] = {}  # configurations seen in this run, by key
+        values: dict[str, dict] = {}
+        if self.space.tune_pipeline and self.space.tuning.tunables:
+            own = SearchSpace(self.space.tuning, self.space.baseline_pipeline,
+                              tune_pipeline=False)
+            size = sum(1 for _ in self.space.tuning.iter_valid(limit=100_000))
+            share = None
+            if self.budget.evaluations is not None:
+                share = min(size, max(1, self.budget.evaluations // 2))
+            seconds = None if self.budget.seconds is None else self.budget.seconds / 2
+            self._search(own, Budget(share, seconds), outcome, losses, values, started, None)
+            best = min((k for k in values if k in losses), key=losses.__getitem__, default=None)
+            start = values[best]["macros"] if best else None
+            outcome.exhausted = False
+            self._search(self.space, self.budget, outcome, losses, values, started, start)
+        else:
+            self._search(self.space, self.budget, outcome, losses, values, started, None)
+        self._confirm(outcome)
+        outcome.seconds = time.perf_counter() - started
+        return outcome
+
+    def _search(self, space: SearchSpace, budget: Budget, outcome: Outcome,
+                losses: dict[str, float], values: dict[str, dict], started: float,
+                start_macros: dict | None) -> None:
         import nevergrad as ng
 
-        parametrization = self.space.parametrization(self.seed)
-        cap = self.budget.evaluations or 100_000
+        parametrization = space.parametrization(self.seed, start_macros)
         optimizer = ng.optimizers.registry[self.optimizer_name](
-            parametrization=parametrization, budget=cap, num_workers=len(self.servers))
-        optimizer.suggest(parametrization.value)  # the baseline is evaluated first
-        outcome = Outcome(self.kernel, self.optimizer_name, self.budget)
-        losses: dict[str, float] = {}  # configurations seen in this run
+            parametrization=parametrization, budget=budget.evaluations or 100_000,
+            num_workers=len(self.servers))
+        optimizer.suggest(parametrization.value)  # the starting point is evaluated first
+        first = len(outcome.steps)
         repeats_in_a_row = 0
-        started = time.perf_counter()
-        while not self.budget.exhausted(outcome.evaluations, time.perf_counter() - started):
-            room = (self.budget.evaluations - outcome.evaluations
-                    if self.budget.evaluations is not None else len(self.servers))
-            points = [optimizer.ask() for _ in range(max(1, min(len(self.servers), room)))]
+
+        def spent() -> bool:
+            elapsed = time.perf_counter() - started
+            return (budget.exhausted(len(outcome.steps) - first, elapsed)
+                    or self.budget.exhausted(len(outcome.steps), elapsed))
+
+        while not spent():
+            limits = [len(self.servers)]
+            for total, done in ((budget.evaluations, len(outcome.steps) - first),
+                                (self.budget.evaluations, len(outcome.steps))):
+                if total is not None:
+                    limits.append(total - done)
+            points = [optimizer.ask() for _ in range(max(1, min(limits)))]
             fresh: dict[str, Candidate] = {}
             keyed = []
             for point in points:
-                candidate = self.space.decode(point.value,
-                                              f"{self.kernel} #{len(losses) + len(fresh) + 1}")
+                candidate = space.decode(point.value,
+                                         f"{self.kernel} #{len(losses) + len(fresh) + 1}")
                 key = configuration_key(self.source_hash, candidate.key())
                 keyed.append((point, candidate, key))
-                if key not in losses and key not in fresh and self.space.is_valid(point.value):
+                if key not in losses and key not in fresh and space.is_valid(point.value):
                     fresh[key] = candidate
             results = dict(zip(fresh, self._evaluate_batch(list(fresh.values()))))
             for point, candidate, key in keyed:
@@ -206,6 +247,7 @@ class Tuner:
                     continue
                 result, cached = results.get(key) or ({"status": INVALID, "timing": {}}, True)
                 loss = losses[key] = loss_of(result)
+                values[key] = point.value
                 optimizer.tell(point, loss)
                 repeats_in_a_row = 0
                 outcome.new_evaluations += 0 if cached else 1
@@ -220,10 +262,7 @@ class Tuner:
                 self.progress(outcome)
             if repeats_in_a_row >= self.max_repeats:
                 outcome.exhausted = True  # the optimizer only proposes known points
-                break
-        self._confirm(outcome)
-        outcome.seconds = time.perf_counter() - started
-        return outcome
+                return
 
     def _confirm(self, outcome: Outcome) -> None:
         """Re-measure the best few alone, one at a time, and keep the best confirmed one.
