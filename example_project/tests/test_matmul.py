@@ -1,6 +1,5 @@
 import numpy as np
 import pytest
-
 from exampleproj import matmul
 
 
