@@ -75,10 +75,12 @@ def _list(r3_dir: Path) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
+    from .pipeline import Pipeline
     from .replay import Candidate, ReplaySettings
     from .replay.manual import replay
 
     pipeline = _assignments(args.pipeline, "--pipeline")
+    Pipeline.from_mapping(pipeline, where="--pipeline: ")  # a usage error, not a worker error
     candidate = Candidate(macros=_assignments(args.set, "--set"), pipeline=pipeline,
                           label="command line")
     result = replay(args.kernel, candidate, r3_dir=args.r3_dir,

@@ -173,9 +173,13 @@ def perturbed(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     if values.dtype.kind != "f" or values.size == 0:
         return values.copy()
     data = values.astype(np.float64)
-    finite = data[np.isfinite(data)]
+    limit = np.finfo(values.dtype).max / 4
+    usable = np.isfinite(data) & (np.abs(data) < limit)  # leave NaN, Inf and garbage alone
+    finite = data[usable]
     spread = float(np.std(finite)) if finite.size else 1.0
-    spread = spread or float(np.abs(finite).mean() if finite.size else 1.0) or 1.0
-    fresh = data * rng.uniform(0.5, 1.5, size=data.shape) + rng.normal(0, 0.1 * spread,
-                                                                        size=data.shape)
-    return fresh.astype(values.dtype)
+    if not np.isfinite(spread) or spread == 0:
+        spread = float(np.abs(finite).mean()) if finite.size else 1.0
+    spread = spread if np.isfinite(spread) and spread > 0 else 1.0
+    noise = rng.normal(0, 0.1 * spread, size=data.shape)
+    fresh = np.where(usable, data * rng.uniform(0.5, 1.5, size=data.shape) + noise, data)
+    return np.clip(fresh, -limit, limit, where=usable, out=fresh).astype(values.dtype)

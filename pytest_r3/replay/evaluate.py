@@ -33,7 +33,8 @@ class ReplaySettings:
     run_timeout: float = 10.0          # seconds for one kernel run (SIGALRM in the worker)
     fresh_inputs: int = 1              # perturbed input sets per recording
     sanity_bound: float = 10.0         # speedups above this are re-verified and flagged
-    timing_rounds: int = 15
+    timing_rounds: int = 15            # at most; fewer once the ratio is steady
+    min_timing_rounds: int = 5
     warmup_rounds: int = 2
     min_sample_seconds: float = 2e-3   # each timed sample repeats launches up to this long
     timing_recordings: int = 2         # the largest N recordings are timed
@@ -255,6 +256,10 @@ class Evaluator:
             result.status = rejected.status
             result.diagnostics.append(str(rejected))
             result.details.update(rejected.details)
+        except (MemoryError, RuntimeError, OSError) as exc:  # e.g. LLVM failing to JIT
+            result.status = protocol.CRASH
+            result.diagnostics.append(f"the candidate broke the worker: {type(exc).__name__}: "
+                                      f"{exc}")
         return result
 
     def describe(self) -> dict:

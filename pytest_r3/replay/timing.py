@@ -15,11 +15,20 @@ def _sample(backend, launcher, args, repeat: int) -> float:
     return float(sum(backend.time(launcher, args, repeat)))
 
 
+def _settled(base_times: list[float], cand_times: list[float]) -> bool:
+    """Enough rounds: the ratio's interquartile range is already under the noise floor."""
+    ratios = np.array(base_times) / np.array(cand_times)
+    q1, median, q3 = np.percentile(ratios, [25, 50, 75])
+    return (q3 - q1) / 2 < NOISE_FLOOR / 2 * median
+
+
 def interleaved_speedup(backend, baseline, candidate, cases, make_arguments, settings) -> dict:
     """Median times and the baseline/candidate ratio with its interquartile range.
 
     Each round times every case for both variants (order alternating between rounds);
-    a sample repeats the launch until it lasts about ``min_sample_seconds``.
+    a sample repeats the launch until it lasts about ``min_sample_seconds``. Rounds stop
+    early, after ``min_timing_rounds``, once the ratio is steady (IQR under half the noise
+    floor), and at ``timing_rounds`` otherwise.
     """
     base_args = [make_arguments(case, None)[0] for case in cases]
     cand_args = [make_arguments(case, None)[0] for case in cases]
@@ -41,6 +50,8 @@ def interleaved_speedup(backend, baseline, candidate, cases, make_arguments, set
         if round_index >= settings.warmup_rounds:
             base_times.append(base_total)
             cand_times.append(cand_total)
+            if len(base_times) >= settings.min_timing_rounds and _settled(base_times, cand_times):
+                break
     base = np.array(base_times)
     cand = np.array(cand_times)
     ratios = base / cand

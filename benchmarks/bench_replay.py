@@ -1,0 +1,249 @@
+"""Benchmark replay: evaluating a variant on recordings vs re-running the tests for it.
+
+For each example kernel (scaled_add, matmul, jacobi2d) this script, in one run:
+
+0. records the kernel's launches from ``example_project``'s tests into a temporary r3
+   folder (``python -m pytest example_project --r3-record -o r3_dir=...``);
+(a) evaluates a few non-default tunable settings, one at a time, through a warm
+    ReplayServer (compile, sandbox check, verification on every recording and on fresh
+    inputs, interleaved timing against the baseline: default ReplaySettings, as tuning uses)
+    and, for the same settings, re-runs the kernel's reference tests in a fresh pytest
+    process with that variant forced active (a small ``-p`` plugin activates it at
+    ``pytest_configure`` and counts the launches that used it). It prints the median
+    wall time of each and the reduction;
+(b) the compile time inside the worker of a pipeline-only change (clang is skipped: the
+    unoptimised IR is cached in memory; only the LLVM pipeline and JIT run) vs a macro
+    change (a new clang run plus LLVM), from Result.compile_seconds.
+
+Run from anywhere::
+
+    python benchmarks/bench_replay.py [--variants N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "example_project"
+sys.path.insert(0, str(EXAMPLE))
+
+import exampleproj  # noqa: E402,F401  (declares the kernels)
+
+from pytest_r3 import declaration  # noqa: E402
+from pytest_r3.record import RecordingStore  # noqa: E402
+from pytest_r3.replay import Candidate, ReplayServer, ReplaySettings  # noqa: E402
+from pytest_r3.replay.manual import load_spec  # noqa: E402
+
+KERNELS = ("scaled_add", "matmul", "jacobi2d")
+QUICK = ReplaySettings(timing_rounds=3, warmup_rounds=1, min_sample_seconds=1e-4)
+PIPELINE_CHANGES = [
+    {"level": 2}, {"loop_unroll": False}, {"slp_vectorize": False},
+    {"loop_interleave": False}, {"level": 1}, {"loop_vectorize": False},
+]
+
+FORCE_PLUGIN = textwrap.dedent('''\
+    """Force one variant of one kernel for a whole pytest run, and prove it was used."""
+    import json
+    import os
+
+    _state = {}
+
+
+    def pytest_configure(config):
+        import exampleproj  # noqa: F401  (declares the kernels)
+        from pytest_r3 import declaration
+
+        wanted = json.loads(os.environ["R3_BENCH_FORCE"])
+        kernel = declaration.lookup(wanted["kernel"])
+        variant = kernel.variant(**wanted["macros"])
+        kernel.activate(variant)
+        _state.update(kernel=kernel, variant=variant, launches=0, forced=0)
+        declaration.add_interceptor(_count)
+
+
+    def _count(kernel, args, proceed):
+        if kernel is _state["kernel"]:
+            _state["launches"] += 1
+            _state["forced"] += (kernel.active == _state["variant"]
+                                 and kernel._active_launcher is kernel.build(_state["variant"]))
+        return proceed()
+
+
+    def pytest_unconfigure(config):
+        with open(os.environ["R3_BENCH_REPORT"], "w") as stream:
+            json.dump({"launches": _state.get("launches", 0),
+                       "forced": _state.get("forced", 0)}, stream)
+''')
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env.update(extra)
+    return env
+
+
+def record(r3_dir: Path) -> None:
+    command = [sys.executable, "-m", "pytest", str(EXAMPLE), "--r3-record", "-o",
+               f"r3_dir={r3_dir}", "-q", "-p", "no:cacheprovider"]
+    result = subprocess.run(command, capture_output=True, text=True, env=clean_env())
+    if result.returncode != 0:
+        sys.exit(f"recording failed:\n{result.stdout}\n{result.stderr}")
+
+
+def non_default_variants(name: str, count: int) -> list[dict]:
+    """``count`` distinct valid tunable settings other than the default, spread out."""
+    kernel = declaration.lookup(name)
+    valid = [v for v in kernel.space.iter_valid() if v != kernel.space.default]
+    step = max(1, len(valid) // count)
+    chosen = valid[step // 2::step][:count]
+    return [{k: v for k, v in values.items() if v != kernel.space.default[k]}
+            for values in chosen]
+
+
+def evaluate_on_server(name: str, r3_dir: Path, variants: list[dict],
+                       settings: ReplaySettings, pipelines: bool) -> dict:
+    """Each variant evaluated once on a fresh, warmed-up server (cold clang cache)."""
+    spec = load_spec(r3_dir, name)
+    store = RecordingStore(r3_dir / "recordings")
+    keys = store.keys(name)
+    started = time.perf_counter()
+    server = ReplayServer(spec, store.root, keys, settings).start()
+    start_seconds = time.perf_counter() - started
+    walls, macro_compiles, pipeline_compiles, statuses = [], [], [], []
+    try:
+        server.evaluate(Candidate(label="warm-up"))  # first request: lazy imports, caches
+        for macros in variants:
+            started = time.perf_counter()
+            result = server.evaluate(Candidate(macros=macros, label=json.dumps(macros)))
+            walls.append(time.perf_counter() - started)
+            statuses.append(result.status)
+            macro_compiles.append(result.compile_seconds)
+        for pipeline in PIPELINE_CHANGES if pipelines else ():
+            result = server.evaluate(Candidate(pipeline=pipeline, label=json.dumps(pipeline)))
+            statuses.append(result.status)
+            pipeline_compiles.append(result.compile_seconds)
+    finally:
+        server.close()
+    return {"start": start_seconds, "walls": walls, "recordings": len(keys),
+            "macro": macro_compiles, "pipeline": pipeline_compiles, "statuses": statuses}
+
+
+def rerun_tests(name: str, variants: list[dict], workdir: Path) -> list[float]:
+    (workdir / "r3_bench_force.py").write_text(FORCE_PLUGIN)
+    test_file = EXAMPLE / "tests" / f"test_{name}.py"
+    walls = []
+    for macros in variants:
+        report = workdir / "report.json"
+        report.unlink(missing_ok=True)
+        env = clean_env(PYTHONPATH=os.pathsep.join([str(workdir), str(EXAMPLE)]),
+                        R3_BENCH_FORCE=json.dumps({"kernel": name, "macros": macros}),
+                        R3_BENCH_REPORT=str(report))
+        command = [sys.executable, "-m", "pytest", str(test_file), "-q", "-p",
+                   "no:cacheprovider", "-p", "r3_bench_force"]
+        started = time.perf_counter()
+        result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT)
+        walls.append(time.perf_counter() - started)
+        if result.returncode != 0:
+            sys.exit(f"tests of {name} failed with {macros}:\n{result.stdout}\n{result.stderr}")
+        seen = json.loads(report.read_text())
+        if not seen["launches"] or seen["forced"] != seen["launches"]:
+            sys.exit(f"variant {macros} of {name} was not active for every launch: {seen}")
+    return walls
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--variants", type=int, default=4,
+                        help="non-default tunable settings per kernel (default 4)")
+    args = parser.parse_args()
+    began = time.perf_counter()
+    print(f"python {platform.python_version()} on {platform.machine()}, "
+          f"{os.cpu_count()} CPU(s); {args.variants} variants per kernel")
+    with tempfile.TemporaryDirectory(prefix="r3-bench-replay-") as temporary:
+        temporary = Path(temporary)
+        r3_dir = temporary / "r3"
+        started = time.perf_counter()
+        record(r3_dir)
+        print(f"recorded the example project in {time.perf_counter() - started:.2f} s "
+              f"into {r3_dir}\n")
+        rows = {}
+        for name in KERNELS:
+            variants = non_default_variants(name, args.variants)
+            server = evaluate_on_server(name, r3_dir, variants, ReplaySettings(), True)
+            quick = evaluate_on_server(name, r3_dir, variants, QUICK, False)
+            bad = [s for s in server["statuses"] + quick["statuses"] if s != "ok"]
+            if bad:
+                print(f"note: {name}: non-ok results {bad}")
+            rows[name] = (variants, server, quick, rerun_tests(name, variants, temporary))
+
+    print("(a) one candidate: warm ReplayServer vs a fresh pytest run of the kernel's tests")
+    header = (f"{'kernel':<11} {'recs':>4} {'fresh pytest':>13} {'replay':>10} "
+              f"{'reduction':>10} {'replay quick':>13} {'reduction':>10} {'compile':>9} "
+              f"{'server start':>13}")
+    print(header)
+    print("-" * len(header))
+    reductions, quick_reductions = [], []
+    for name, (_, server, quick, pytest_walls) in rows.items():
+        rerun = median(pytest_walls)
+        evaluate, fast = median(server["walls"]), median(quick["walls"])
+        compile_ = median([sum(c.values()) for c in server["macro"]])
+        reductions.append(100 * (1 - evaluate / rerun))
+        quick_reductions.append(100 * (1 - fast / rerun))
+        print(f"{name:<11} {server['recordings']:>4} {rerun * 1e3:>10.1f} ms "
+              f"{evaluate * 1e3:>7.1f} ms {reductions[-1]:>9.1f}% {fast * 1e3:>10.1f} ms "
+              f"{quick_reductions[-1]:>9.1f}% {compile_ * 1e3:>6.1f} ms "
+              f"{server['start'] * 1e3:>10.1f} ms")
+    print(f"medians over {args.variants} variants each (the same variants in every column).")
+    print("  fresh pytest: python -m pytest example_project/tests/test_<kernel>.py with the "
+          "variant forced active (verified: every launch used it); checks correctness only")
+    print("  replay: ReplayServer.evaluate with default ReplaySettings, as tuning runs it: "
+          "compile, sandbox check, verify on every recording + fresh inputs, and time it "
+          "against the baseline (2 warm-up + 15 interleaved rounds, >= 2 ms samples)")
+    print("  replay quick: the same with timing cut to 1 warm-up + 3 rounds of >= 0.1 ms "
+          "samples (correctness checks unchanged)")
+    print("  compile: clang + LLVM part of a replay evaluation (a fresh pytest pays it too)")
+    print("  server start: load recordings, build and run the baseline; paid once per kernel")
+    print(f"reduction, replay: min {min(reductions):.1f}%, median {median(reductions):.1f}%; "
+          f"replay quick: min {min(quick_reductions):.1f}%, median "
+          f"{median(quick_reductions):.1f}% (aim >= 95%)")
+    for name, (variants, *_) in rows.items():
+        print(f"  {name} variants: " + "; ".join(
+            ", ".join(f"{k}={v}" for k, v in sorted(m.items())) for m in variants))
+
+    print("\n(b) compile time inside the worker (Result.compile_seconds), median per kernel")
+    header = (f"{'kernel':<11} {'pipeline-only: clang':>21} {'llvm':>9} {'total':>9}   "
+              f"{'macro change: clang':>20} {'llvm':>9} {'total':>9}")
+    print(header)
+    print("-" * len(header))
+    for name, (_, server, _, _) in rows.items():
+        cells = []
+        for kind in ("pipeline", "macro"):
+            clang = median([c.get("clang", float("nan")) for c in server[kind]])
+            llvm = median([c.get("llvm", float("nan")) for c in server[kind]])
+            cells.append((clang, llvm, clang + llvm))
+        (pc, pl, pt), (mc, ml, mt) = cells
+        print(f"{name:<11} {pc * 1e3:>18.2f} ms {pl * 1e3:>6.1f} ms {pt * 1e3:>6.1f} ms   "
+              f"{mc * 1e3:>17.1f} ms {ml * 1e3:>6.1f} ms {mt * 1e3:>6.1f} ms")
+    print(f"pipeline changes: {len(PIPELINE_CHANGES)} "
+          f"({', '.join(json.dumps(p) for p in PIPELINE_CHANGES)}); macro changes: the "
+          "variants of (a), each compiled for the first time")
+    print(f"\ntotal benchmark time {time.perf_counter() - began:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

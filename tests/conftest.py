@@ -1,0 +1,204 @@
+"""Shared fixtures: tiny C kernels on disk, registry isolation and a swappable clang."""
+
+from __future__ import annotations
+
+import itertools
+import re
+import stat
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+
+# numpy, llvmlite and the backends are imported here, before any pytester run: in-process
+# runs drop the modules they imported when they end, and numpy cannot be imported twice.
+import llvmlite.binding  # noqa: F401
+import numpy  # noqa: F401
+import pytest
+
+import pytest_r3 as r3
+import pytest_r3.backends.cpu  # noqa: F401
+from pytest_r3 import declaration, toolchain
+
+AXPY_C = """\
+#ifndef UNROLL
+#define UNROLL 1
+#endif
+/* y = a * x + y */
+void axpy(long n, float a, const float *x, float *y)
+{
+    #pragma clang loop unroll_count(UNROLL)
+    for (long i = 0; i < n; ++i)
+        y[i] = a * x[i] + y[i];
+}
+
+int twice(int q) { return 2 * q; }
+"""
+
+SUM_C = """\
+#ifndef SCALE
+#define SCALE 1
+#endif
+double total(int n, const double *x)
+{
+    double s = 0.0;
+    for (int i = 0; i < n; ++i)
+        s += x[i];
+    return SCALE * s;
+}
+"""
+
+_counter = itertools.count()
+
+
+@pytest.fixture(autouse=True)
+def isolated_registry():
+    """Kernels declared by a test vanish from ``r3.registry()`` when it ends."""
+    saved = declaration.snapshot_registry()
+    yield
+    declaration.restore_registry(saved)
+
+
+@pytest.fixture
+def empty_registry():
+    """No kernel declared, as in a fresh process (for in-process pytester runs, which see
+    this process's registry); the autouse fixture restores it afterwards."""
+    declaration.restore_registry({})
+
+
+@pytest.fixture
+def unique_name(request):
+    """A kernel name no other test (or pytester project) uses."""
+
+    def make(prefix: str = "k") -> str:
+        stem = re.sub(r"\W", "_", request.node.name)[:40]
+        return f"{prefix}_{stem}_{next(_counter)}"
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def kernel_dir(tmp_path_factory) -> Path:
+    """A folder holding the C sources shared by the launch tests."""
+    folder = tmp_path_factory.mktemp("kernels")
+    (folder / "axpy.c").write_text(AXPY_C)
+    (folder / "total.c").write_text(SUM_C)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def axpy(kernel_dir):
+    """``axpy`` with a tunable unroll factor, compiled once per test module."""
+    return r3.kernel(
+        kernel_dir / "axpy.c", entry="axpy", name=f"axpy_{next(_counter)}",
+        tune={"UNROLL": [1, 2, 4, 8]},
+    )
+
+
+@pytest.fixture(scope="module")
+def total(kernel_dir):
+    """A kernel returning a double, with a tunable scale that changes the result."""
+    return r3.kernel(
+        kernel_dir / "total.c", entry="total", name=f"total_{next(_counter)}",
+        tune={"SCALE": [1, 2, 3]},
+    )
+
+
+@pytest.fixture
+def write_c(tmp_path):
+    """Write dedented C source to ``tmp_path/name`` and return its path."""
+
+    def write(name: str, text: str) -> Path:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+        return path
+
+    return write
+
+
+@pytest.fixture
+def fresh_clang(monkeypatch):
+    """Forget the cached clang before and after the test, so env changes take effect."""
+    monkeypatch.delenv(toolchain.CLANG_ENV, raising=False)
+    toolchain.find_clang.cache_clear()
+    yield toolchain.find_clang
+    toolchain.find_clang.cache_clear()
+
+
+@pytest.fixture
+def fake_clang(tmp_path):
+    """Make an executable script that answers ``--version`` like a clang of ``version``."""
+
+    def make(version: str = "15.0.0", exit_code: int = 0) -> Path:
+        script = tmp_path / f"fake-clang-{version}"
+        script.write_text(
+            "#!/bin/sh\n"
+            f'echo "clang version {version} (https://github.com/llvm/llvm-project)"\n'
+            'echo "Target: x86_64-unknown-linux-gnu"\n'
+            f"exit {exit_code}\n"
+        )
+        script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+        return script
+
+    return make
+
+
+SAXPY_C = """\
+#ifndef UNROLL
+#define UNROLL 1
+#endif
+void saxpy(long n, float a, const float *x, float *y)
+{
+    #pragma clang loop unroll_count(UNROLL)
+    for (long i = 0; i < n; ++i)
+        y[i] = a * x[i] + y[i];
+}
+"""
+
+SAXPY_TESTS = """\
+import numpy as np
+import pytest
+
+from {package} import saxpy
+
+
+@pytest.mark.r3_oracle(saxpy)
+@pytest.mark.parametrize("n", [0, 7, 1000])
+def test_saxpy_matches_numpy(n):
+    x = np.arange(n, dtype=np.float32)
+    y = np.ones(n, dtype=np.float32)
+    saxpy(n, 2.0, x, y)
+    np.testing.assert_allclose(y, 2 * np.arange(n) + 1)
+
+
+@pytest.mark.r3_oracle({name!r})
+def test_saxpy_by_name():
+    y = np.zeros(3, dtype=np.float32)
+    saxpy(3, -1.0, np.ones(3, dtype=np.float32), y)
+    assert y.tolist() == [-1.0, -1.0, -1.0]
+
+
+def test_not_an_oracle():
+    assert saxpy.name == {name!r}
+"""
+
+
+@pytest.fixture
+def r3_project(pytester, unique_name, empty_registry):
+    """A small user project in pytester's folder: a C kernel in a package, oracle tests.
+
+    The kernel gets a name no other test uses (in-process runs share this process's
+    registry while they last).
+    """
+    name = unique_name("saxpy")
+    package = f"pkg_{name}"
+    pytester.mkpydir(package)
+    (pytester.path / package / "saxpy.c").write_text(SAXPY_C)
+    (pytester.path / package / "__init__.py").write_text(
+        "import pytest_r3 as r3\n\n"
+        f"saxpy = r3.kernel('saxpy.c', entry='saxpy', name={name!r},\n"
+        "                  tune={'UNROLL': [1, 2, 4]}, constraints=['UNROLL <= 4'])\n")
+    pytester.makeconftest('"""Puts the project folder on sys.path (rootdir conftest)."""\n')
+    (pytester.mkdir("tests") / "test_saxpy.py").write_text(
+        SAXPY_TESTS.format(package=package, name=name))
+    return SimpleNamespace(path=pytester.path, kernel=name, package=package)

@@ -1,0 +1,215 @@
+"""``pytest-r3 recordings`` and ``pytest-r3 replay``, run as a user would, in subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SAXPY_C = """\
+#ifndef UNROLL
+#define UNROLL 1
+#endif
+#ifndef BUG
+#define BUG 0
+#endif
+void saxpy(long n, float a, const float *x, float *y)
+{
+    #pragma clang loop unroll_count(UNROLL)
+    for (long i = 0; i < n; ++i)
+        y[i] = a * x[i] + y[i] + BUG;
+}
+"""
+
+PACKAGE = """\
+import pytest_r3 as r3
+
+saxpy = r3.kernel("saxpy.c", entry="saxpy", name="cli_saxpy", tune={"UNROLL": [1, 2, 4]})
+"""
+
+TESTS = """\
+import numpy as np
+import pytest
+from clipkg import saxpy
+
+
+@pytest.mark.r3_oracle(saxpy)
+@pytest.mark.parametrize("n", [0, 1000])
+def test_saxpy(n):
+    x = np.arange(n, dtype=np.float32)
+    y = np.ones(n, dtype=np.float32)
+    saxpy(n, 2.0, x, y)
+    np.testing.assert_allclose(y, 2 * np.arange(n) + 1)
+"""
+
+
+def cli() -> list[str]:
+    script = Path(sys.executable).with_name("pytest-r3")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "pytest_r3.cli"]
+
+
+def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=120, env=env)
+
+
+def make_project(root: Path) -> Path:
+    package = root / "clipkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(PACKAGE)
+    (package / "saxpy.c").write_text(SAXPY_C)
+    (root / "tests").mkdir()
+    (root / "tests" / "test_saxpy.py").write_text(TESTS)
+    (root / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
+    return root
+
+
+def record(root: Path) -> None:
+    result = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                  "--r3-record"], root)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    root = make_project(tmp_path_factory.mktemp("cli_project"))
+    record(root)
+    return root
+
+
+def recording_keys(project: Path) -> dict[int, str]:
+    """Recording key by the n it was launched with."""
+    folder = project / ".r3" / "recordings" / "cli_saxpy"
+    keys = {}
+    for key in json.loads((folder / "index.json").read_text())["kept"]:
+        keys[json.loads((folder / f"{key}.json").read_text())["scalars"]["n"]] = key
+    return keys
+
+
+def test_recordings_lists_every_recording(project):
+    result = run([*cli(), "recordings"], project)
+    assert result.returncode == 0, result.stderr
+    keys = recording_keys(project)
+    lines = result.stdout.splitlines()
+    assert lines[0] == "cli_saxpy:"
+    by_key = {line.split()[0]: line for line in lines[1:]}
+    assert set(by_key) == set(keys.values())
+    big = by_key[keys[1000]]
+    assert "x(1000,), y(1000,)" in big and "tests/test_saxpy.py::test_saxpy[1000]" in big
+    assert "11.7 KiB" in big  # x and y before, y after
+    assert "[weak]" in by_key[keys[0]] and "[weak]" not in big
+
+
+def test_recordings_with_an_explicit_dir(project, tmp_path):
+    result = run([*cli(), "recordings", "--r3-dir", str(project / ".r3")], tmp_path)
+    assert result.returncode == 0 and "cli_saxpy:" in result.stdout
+
+
+def test_recordings_without_any_says_how_to_make_them(tmp_path):
+    result = run([*cli(), "recordings"], tmp_path)
+    assert result.returncode == 1
+    assert "no recordings under" in result.stdout and "pytest --r3-record" in result.stdout
+
+
+def test_replay_of_a_correct_variant_prints_ok_and_exits_0(project):
+    result = run([*cli(), "replay", "cli_saxpy", "--set", "UNROLL=4"], project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("cli_saxpy: ok: speedup ")
+    assert " us vs baseline " in result.stdout
+
+
+def test_replay_json_output(project):
+    result = run([*cli(), "replay", "cli_saxpy", "--pipeline", "level=2",
+                  "--pipeline", "loop_vectorize=false", "--json"], project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    data = json.loads(result.stdout)
+    assert data["status"] == "ok" and data["label"] == "command line"
+    assert data["timing"]["speedup"] > 0
+    assert set(data["compile_seconds"]) == {"clang", "llvm"}
+
+
+def test_replay_of_a_wrong_variant_exits_1_and_says_why(project):
+    result = run([*cli(), "replay", "cli_saxpy", "--set", "BUG=1"], project)
+    assert result.returncode == 1
+    assert result.stdout.startswith("cli_saxpy: wrong_output")
+    assert "y: 1000 of 1000 element(s) differs" in result.stdout
+
+
+def test_replay_of_a_source_file_with_an_error_exits_1(project, tmp_path):
+    broken = tmp_path / "broken.c"
+    broken.write_text(SAXPY_C.replace("y[i] = a * x[i] + y[i] + BUG;", "y[i] = a * x[i] +;"))
+    result = run([*cli(), "replay", "cli_saxpy", "--source", str(broken)], project)
+    assert result.returncode == 1
+    assert result.stdout.startswith("cli_saxpy: compile_error")
+    assert "saxpy.c:11:" in result.stdout and "error: expected expression" in result.stdout
+
+
+def test_replay_of_one_recording(project):
+    key = recording_keys(project)[1000]
+    result = run([*cli(), "replay", "cli_saxpy", "--recording", key, "--json"], project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "too weak" not in result.stdout  # the n=1000 recording is a strong one
+    # only the n=0 recording: every recording is too weak, and the result says so
+    weak = recording_keys(project)[0]
+    result = run([*cli(), "replay", "cli_saxpy", "--recording", weak, "--json"], project)
+    data = json.loads(result.stdout)
+    assert any("too weak" in line for line in data["diagnostics"])
+
+
+def test_replay_of_an_unknown_kernel_exits_2(project):
+    result = run([*cli(), "replay", "no_such_kernel"], project)
+    assert result.returncode == 2
+    assert "no recordings of kernel 'no_such_kernel'" in result.stderr
+    assert "recorded kernels: cli_saxpy" in result.stderr
+    assert result.stdout == ""
+
+
+def test_replay_of_an_unknown_recording_exits_2(project):
+    result = run([*cli(), "replay", "cli_saxpy", "--recording", "deadbeef"], project)
+    assert result.returncode == 2
+    assert "has no recording(s) deadbeef" in result.stderr
+
+
+def test_malformed_set_is_a_usage_error(project):
+    result = run([*cli(), "replay", "cli_saxpy", "--set", "UNROLL"], project)
+    assert result.returncode == 2
+    assert "--set 'UNROLL' must look like NAME=VALUE" in result.stderr
+
+
+@pytest.mark.parametrize("setting, fragment", [
+    ("level=7", "--pipeline: pipeline level must be 0, 1, 2 or 3, got 7"),
+    ("unrol=false", "--pipeline: unknown pipeline setting(s) 'unrol'"),
+])
+def test_invalid_pipeline_setting_is_a_usage_error(project, setting, fragment):
+    result = run([*cli(), "replay", "cli_saxpy", "--pipeline", setting], project)
+    assert result.returncode == 2
+    assert fragment in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_rerecording_after_changing_the_kernel_replays_cleanly(tmp_path):
+    root = make_project(tmp_path / "project")
+    record(root)
+    # the kernel's meaning changes (and its test with it): y = a * x + y + 1
+    source = root / "clipkg" / "saxpy.c"
+    source.write_text(source.read_text().replace("+ BUG;", "+ BUG + 1.0f;"))
+    tests = root / "tests" / "test_saxpy.py"
+    tests.write_text(tests.read_text().replace("np.arange(n) + 1)", "np.arange(n) + 2)"))
+    shutil.rmtree(root / "clipkg" / "__pycache__", ignore_errors=True)
+    record(root)
+    result = run([*cli(), "replay", "cli_saxpy"], root)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("cli_saxpy: ok")
+
+
+def test_help_lists_both_commands(tmp_path):
+    result = run([*cli(), "--help"], tmp_path)
+    assert result.returncode == 0
+    assert "recordings" in result.stdout and "replay" in result.stdout
+    result = run([*cli(), "replay", "--help"], tmp_path)
+    assert "--set NAME=VALUE" in result.stdout

@@ -1,0 +1,417 @@
+"""Replaying recorded launches in a real worker process: every failure class, and speedups.
+
+A tiny kernel ``out[i] = 2 * x[i] + y[i]`` (``out`` is output-only) is compiled by clang,
+launched twice through ``record.capture`` into a temporary store, and a real ReplayServer
+evaluates candidate rewrites of it. Each failure must come back as a classified Result,
+and the server must keep working for the next candidate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+import pytest_r3 as r3
+from pytest_r3.record import Recording, RecordingStore, capture
+from pytest_r3.replay import Candidate, KernelSpec, ReplayError, ReplayServer, ReplaySettings
+
+FAST = ReplaySettings(run_timeout=0.5, timing_rounds=3, warmup_rounds=1,
+                      min_sample_seconds=1e-4)
+SMALL_ADDRESS_SPACE = 1 << 30
+
+KERNEL_C = """\
+void axpy2(long n, const float *x, const float *y, float *out)
+{
+    for (long i = 0; i < n; ++i) {
+        out[i] = 2.0f * x[i] + y[i];
+    }
+}
+"""
+STATEMENT = "        out[i] = 2.0f * x[i] + y[i];\n"
+
+
+def rewrite(body: str | None = None, *, before_loop: str = "", header: str = "",
+            after_loop: str = "") -> str:
+    """The kernel with its loop body replaced and/or code added around the loop."""
+    text = KERNEL_C
+    if body is not None:
+        text = text.replace(STATEMENT, textwrap.indent(textwrap.dedent(body).strip(), " " * 8)
+                            + "\n")
+    if before_loop:
+        text = text.replace("    for (long i", f"    {before_loop}\n    for (long i")
+    if after_loop:
+        text = text.replace("    }\n}\n", f"    }}\n    {after_loop}\n}}\n")
+    return header + text
+
+
+def record_launches(kernel, store: RecordingStore, launches: list[tuple]) -> list[str]:
+    launcher = kernel.build()
+    recordings = []
+    for index, args in enumerate(launches):
+        _, recording = capture(kernel, args, lambda a=args: launcher(*a), f"t.py::test_{index}")
+        recordings.append(recording)
+    return store.save(kernel.name, recordings, cap_bytes=1 << 26)["kept"]
+
+
+def axpy_launch(n: int, seed: int) -> tuple:
+    rng = np.random.default_rng(seed)
+    return (n, rng.standard_normal(n).astype(np.float32),
+            rng.standard_normal(n).astype(np.float32), np.zeros(n, dtype=np.float32))
+
+
+@dataclasses.dataclass
+class Recorded:
+    kernel: r3.Kernel
+    spec: KernelSpec
+    store: RecordingStore
+    keys: list[str]
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory) -> Recorded:
+    folder = tmp_path_factory.mktemp("replay")
+    (folder / "axpy2.c").write_text(KERNEL_C)
+    kernel = r3.kernel(folder / "axpy2.c", entry="axpy2", name="replay_axpy2")
+    store = RecordingStore(folder / "recordings")
+    keys = record_launches(kernel, store, [axpy_launch(1000, 1), axpy_launch(37, 2)])
+    return Recorded(kernel, KernelSpec.from_kernel(kernel), store, keys)
+
+
+@pytest.fixture(scope="module")
+def server(recorded):
+    with ReplayServer(recorded.spec, recorded.store.root, recorded.keys, FAST,
+                      address_space=SMALL_ADDRESS_SPACE, request_timeout=60) as running:
+        yield running
+
+
+def assert_still_serving(server: ReplayServer) -> None:
+    assert server.ping()
+    result = server.evaluate(Candidate(label="baseline again"))
+    assert result.status == "ok", result.summary()
+
+
+# -- the baseline and correct variants --------------------------------------------------------
+
+
+def test_worker_loaded_the_recordings(server, recorded):
+    assert server.description["recordings"] == 2
+    assert server.description["output_only"] == ["out"]  # the baseline never reads out
+    assert server.description["weak"] == []
+    assert sorted(server.description["timed"]) == sorted(recorded.keys)
+
+
+def test_baseline_is_ok_and_about_as_fast_as_itself(server):
+    result = server.evaluate(Candidate(label="baseline"))
+    assert result.status == "ok", result.summary()
+    assert result.diagnostics == [] and not result.review
+    assert result.timing["rounds"] == FAST.timing_rounds
+    assert result.timing["within_noise"] or 0.75 < result.speedup < 1.33
+    assert set(result.compile_seconds) == {"clang", "llvm"}
+    assert result.label == "baseline" and result.candidate_key == Candidate().key()
+
+
+def test_correct_source_rewrite_is_accepted(server):
+    unrolled = rewrite(before_loop="""long i = 0;
+    for (; i + 4 <= n; i += 4) {
+        out[i] = 2.0f * x[i] + y[i];
+        out[i + 1] = 2.0f * x[i + 1] + y[i + 1];
+        out[i + 2] = 2.0f * x[i + 2] + y[i + 2];
+        out[i + 3] = 2.0f * x[i + 3] + y[i + 3];
+    }
+    for (; i < n; ++i) out[i] = 2.0f * x[i] + y[i];
+    return;""")
+    result = server.evaluate(Candidate(source_text=unrolled, label="unrolled by hand"))
+    assert result.status == "ok", result.summary()
+    assert result.speedup is not None and result.speedup > 0
+
+
+def test_a_faster_pipeline_is_accepted_with_a_speedup(recorded, tmp_path):
+    # large enough that the kernel, not the call overhead, dominates the time
+    store = RecordingStore(tmp_path / "recordings")
+    keys = record_launches(recorded.kernel, store, [axpy_launch(200_000, 3)])
+    slow_baseline = dataclasses.replace(recorded.spec,
+                                        pipeline={**recorded.spec.pipeline, "level": 0})
+    settings = dataclasses.replace(FAST, timing_rounds=5, min_sample_seconds=1e-3,
+                                   sanity_bound=2.0)
+    with ReplayServer(slow_baseline, store.root, keys, settings) as server:
+        result = server.evaluate(Candidate(pipeline={"level": 3}, label="O3"))
+    assert result.status == "ok", result.summary()
+    assert result.speedup > 1.5
+    assert result.timing["candidate_median"] < result.timing["baseline_median"]
+    assert not result.timing["within_noise"]
+    assert result.compile_seconds["clang"] < 0.01  # pipeline-only change: IR was cached
+    # above the sanity bound the result is re-verified and flagged, not rejected
+    assert result.review == (result.speedup > settings.sanity_bound)
+    if result.review:
+        assert "above the sanity bound" in result.summary()
+
+
+# -- failures found before running ---------------------------------------------------------
+
+
+def test_compile_error_names_file_and_line(server, recorded):
+    broken = rewrite("out[i] = 2.0f * x[i] + y[i]  /* missing semicolon */\n}")
+    line = next(number for number, text in enumerate(broken.splitlines(), 1)
+                if "missing semicolon" in text)
+    pid = server.pid
+    result = server.evaluate(Candidate(source_text=broken, label="typo"))
+    assert result.status == "compile_error"
+    text = "\n".join(result.diagnostics)
+    assert f"{recorded.spec.filename}:{line}:" in text
+    assert "error: expected ';'" in text
+    assert server.pid == pid  # a compile error does not cost a worker restart
+
+
+@pytest.mark.parametrize("call", ["system", "fopen"])
+def test_forbidden_call_is_refused_without_running(server, tmp_path, call):
+    target = tmp_path / "created_by_candidate"
+    effect = {"system": f'system("touch {target}");',
+              "fopen": f'FILE *f = fopen("{target}", "w"); if (f) fclose(f);'}[call]
+    candidate = rewrite(before_loop=effect, header="#include <stdio.h>\n#include <stdlib.h>\n")
+    result = server.evaluate(Candidate(source_text=candidate, label=call))
+    assert result.status == "sandbox_violation"
+    assert call in result.details["symbols"]
+    assert f"call to external function '{call}'" in result.diagnostics[0]
+    time.sleep(0.05)
+    assert not target.exists()
+
+
+SANDBOX_ESCAPES = {
+    # each would visibly end the worker if it ran: status crash instead of the expected one
+    "syscall": dict(header="extern long syscall(long, ...);\n",
+                    before_loop="syscall(231, 0);"),  # exit_group(0)
+    "dlopen": dict(header="extern void *dlopen(const char *, int);\n",
+                   before_loop='if (!dlopen("libc.so.6", 2)) *(volatile int *)0 = 0;'),
+    "inline asm": dict(before_loop='__asm__ volatile("mov $231, %eax\\n xor %edi, %edi\\n '
+                                   'syscall");'),
+    "module asm": dict(header='__asm__(".text\\n.globl fmaf\\nfmaf:\\n mov $231, %eax\\n'
+                              ' xor %edi, %edi\\n syscall\\n");\n'
+                              "extern float fmaf(float, float, float);\n",
+                       before_loop="out[0] = fmaf(1.0f, 1.0f, 1.0f);"),
+    "function pointer": dict(before_loop="((void (*)(void))(long)x)();"),
+}
+
+
+@pytest.mark.parametrize("escape", SANDBOX_ESCAPES.values(), ids=SANDBOX_ESCAPES.keys())
+def test_sandbox_escapes_are_violations(server, escape):
+    pid = server.pid
+    result = server.evaluate(Candidate(source_text=rewrite(**escape)))
+    assert result.status == "sandbox_violation", result.summary()
+    assert result.diagnostics[0].startswith("forbidden: ")
+    assert server.pid == pid  # nothing ran, nothing died
+
+
+# -- failures while running ---------------------------------------------------------------
+
+
+def test_segfault_is_a_crash_and_the_server_restarts(server):
+    pid, restarts = server.pid, server.restarts
+    result = server.evaluate(Candidate(source_text=rewrite(
+        "out[i] = 2.0f * x[i] + y[i];\nif (i == 3) *(volatile float *)0 = out[i];"),
+        label="null write"))
+    assert result.status == "crash"
+    assert result.details["signal"] == "SIGSEGV"
+    assert "SIGSEGV" in result.diagnostics[0]
+    assert result.label == "null write"
+    assert server.restarts == restarts + 1 and server.pid != pid
+    assert_still_serving(server)
+
+
+def test_infinite_loop_is_a_timeout(server):
+    started = time.perf_counter()
+    result = server.evaluate(Candidate(source_text=rewrite(
+        before_loop="volatile int spin = 1; while (spin) {}"), label="spins"))
+    elapsed = time.perf_counter() - started
+    assert result.status == "timeout"
+    assert "exceeded the limit of 0.5 s" in result.diagnostics[0]
+    assert elapsed < 10
+    assert_still_serving(server)
+
+
+def test_huge_allocation_fails_inside_the_worker(server):
+    greedy = rewrite(header="#include <stdlib.h>\n", before_loop=(
+        "volatile char *p = malloc(1L << 40);\n"
+        "    for (long j = 0; j < (1L << 40); j += 1L << 20) p[j] = 1;"))
+    result = server.evaluate(Candidate(source_text=greedy, label="1 TiB"))
+    assert result.status == "crash", result.summary()
+    assert result.details.get("signal") in ("SIGSEGV", "SIGKILL", "SIGBUS")
+    assert_still_serving(server)
+
+
+def test_write_past_the_end_is_out_of_bounds(server):
+    result = server.evaluate(Candidate(source_text=rewrite(after_loop="out[n] = 0.0f;")))
+    assert result.status == "wrong_output"
+    assert result.details == {**result.details, "kind": "out_of_bounds", "buffer": "out"}
+    assert "buffer 'out' wrote up to 4 byte(s) past the end" in result.diagnostics[0]
+
+
+def test_write_before_the_start_is_out_of_bounds(server):
+    result = server.evaluate(Candidate(source_text=rewrite(after_loop="out[-2] = 1.0f;")))
+    assert result.status == "wrong_output" and result.details["kind"] == "out_of_bounds"
+    assert "wrote 8 byte(s) before the start" in result.diagnostics[0]
+
+
+def test_wrong_answer_names_buffer_and_index(server):
+    result = server.evaluate(Candidate(source_text=rewrite(
+        "out[i] = 2.0f * x[i] + y[i] + (i == 7 ? 0.5f : 0.0f);"), label="off at 7"))
+    assert result.status == "wrong_output"
+    assert result.details["kind"] == "mismatch" and result.details["buffer"] == "out"
+    message = result.diagnostics[0]
+    assert "out: 1 of " in message and "first at [7]" in message
+
+
+def test_writing_to_a_read_only_input_is_caught(server):
+    result = server.evaluate(Candidate(source_text=rewrite(
+        "out[i] = 2.0f * x[i] + y[i];\n((float *)y)[i] = 0.0f;")))
+    assert result.status == "wrong_output"
+    assert result.details["kind"] == "modified_input" and result.details["buffer"] == "y"
+
+
+def _c_floats(values: np.ndarray) -> str:
+    return ", ".join(float(v).hex() + "f" for v in values)
+
+
+def test_hard_coded_recorded_answer_fails_on_fresh_inputs(server, recorded):
+    recordings = recorded.store.load_all(recorded.kernel.name)
+    tables, picks = [], []
+    for recording in recordings:
+        n = recording.scalars["n"]
+        tables.append(f"static const float answer_{n}[{n}] = "
+                      f"{{{_c_floats(recording.outputs['out'])}}};")
+        picks.append(f"if (n == {n}) table = answer_{n};")
+    cheat = "\n".join(tables) + textwrap.dedent(f"""
+        void axpy2(long n, const float *x, const float *y, float *out)
+        {{
+            const float *table = 0;
+            {' '.join(picks)}
+            for (long i = 0; i < n; ++i) out[i] = table[i];
+        }}
+    """)
+    result = server.evaluate(Candidate(source_text=cheat, label="memorised"))
+    assert result.status == "wrong_output", result.summary()
+    assert result.details["kind"] == "mismatch"
+    # it passed both recordings: only the fresh inputs caught it
+    assert result.diagnostics[0].startswith("fresh inputs #1 derived from recording")
+
+
+def test_early_exit_when_the_output_looks_computed_is_caught(server):
+    # passes a test that zero-fills `out` first; the poisoned output makes it skip all work
+    result = server.evaluate(Candidate(source_text=rewrite(
+        before_loop="if (out[0] != 0.0f) return;"), label="early exit"))
+    assert result.status == "wrong_output"
+    assert "pre-filled with poison" in result.diagnostics[0]
+
+
+def test_nan_output_is_wrong(server):
+    result = server.evaluate(Candidate(source_text=rewrite(
+        'out[i] = i == 5 ? __builtin_nanf("") : 2.0f * x[i] + y[i];')))
+    assert result.status == "wrong_output"
+    assert "NaN" in result.diagnostics[0] and "first at [5]" in result.diagnostics[0]
+
+
+def test_reading_uninitialised_output_is_wrong(server):
+    result = server.evaluate(Candidate(source_text=rewrite("out[i] += 2.0f * x[i] + y[i];"),
+                                       label="accumulates into out"))
+    assert result.status == "wrong_output"
+    assert result.details["kind"] in ("mismatch", "nondeterministic")
+
+
+def test_reading_uninitialised_output_that_happens_to_work_once_is_nondeterministic(server):
+    # only the sign bit of the old value leaks into the result: right on the first run's
+    # poison (0xFF.., sign set), wrong on the second's (0x7B.., sign clear)
+    leak = "out[i] = 2.0f * x[i] + y[i] + (__builtin_signbit(out[i]) ? 0.0f : 1.0f);"
+    result = server.evaluate(Candidate(source_text=rewrite(leak)))
+    assert result.status == "wrong_output"
+    assert result.details["kind"] == "nondeterministic"
+    assert "two runs on fresh buffers gave different 'out'" in result.diagnostics[0]
+
+
+def test_server_survives_a_run_of_failures(server):
+    failures = [
+        rewrite("out[i] = ;"),
+        rewrite("out[i] = 2.0f * x[i] + y[i];\nif (i == 0) *(volatile int *)8 = 1;"),
+        rewrite(after_loop="out[n + 3] = 1.0f;"),
+    ]
+    statuses = [server.evaluate(Candidate(source_text=text)).status for text in failures]
+    assert statuses == ["compile_error", "crash", "wrong_output"]
+    assert_still_serving(server)
+
+
+# -- servers over other recordings ------------------------------------------------------------
+
+
+DOT_C = """\
+double dot(long n, const double *x, const double *y)
+{
+    double s = 0.0;
+    for (long i = 0; i < n; ++i)
+        s += x[i] * y[i];
+    return s;
+}
+"""
+
+
+def test_return_values_are_verified(tmp_path):
+    (tmp_path / "dot.c").write_text(DOT_C)
+    kernel = r3.kernel(tmp_path / "dot.c", entry="dot", name="replay_dot")
+    store = RecordingStore(tmp_path / "recordings")
+    rng = np.random.default_rng(0)
+    keys = record_launches(kernel, store, [(500, rng.standard_normal(500),
+                                            rng.standard_normal(500))])
+    off = DOT_C.replace("return s;", "return s * (1.0 + 1e-6);")
+    reassociated = DOT_C.replace("s += x[i] * y[i];", "s = x[i] * y[i] + s;")
+    with ReplayServer(KernelSpec.from_kernel(kernel), store.root, keys, FAST) as server:
+        wrong = server.evaluate(Candidate(source_text=off))
+        fine = server.evaluate(Candidate(source_text=reassociated))
+    assert wrong.status == "wrong_output" and wrong.details["buffer"] == "return"
+    assert "return value" in wrong.diagnostics[0]
+    assert fine.status == "ok", fine.summary()
+
+
+def test_stale_recording_stops_the_server_with_advice(recorded, tmp_path):
+    store = RecordingStore(tmp_path / "recordings")
+    [original] = [store_read for store_read in recorded.store.load_all(recorded.kernel.name)
+                  if store_read.scalars["n"] == 37]
+    tampered = Recording(original.kernel, original.params, original.scalars, original.inputs,
+                         {"out": original.outputs["out"] + 1}, None, original.tests,
+                         original.source_hash)
+    store.write(tampered)
+    server = ReplayServer(recorded.spec, store.root, [tampered.key], FAST)
+    with pytest.raises(ReplayError) as info:
+        server.start()
+    message = str(info.value)
+    assert "does not reproduce" in message and "pytest --r3-record" in message
+    assert server.pid is None  # the worker was stopped
+
+
+def test_weak_recordings_alone_are_flagged_in_the_result(tmp_path):
+    source = KERNEL_C.replace("out[i] = 2.0f * x[i] + y[i];", "out[i] = out[i] * x[i];")
+    (tmp_path / "scale.c").write_text(source.replace("const float *y, ", ""))
+    kernel = r3.kernel(tmp_path / "scale.c", entry="axpy2", name="replay_weak")
+    store = RecordingStore(tmp_path / "recordings")
+    ones = np.ones(64, dtype=np.float32)
+    keys = record_launches(kernel, store, [(64, ones, np.linspace(0, 1, 64,
+                                                                  dtype=np.float32))])
+    with ReplayServer(KernelSpec.from_kernel(kernel), store.root, keys, FAST) as server:
+        assert server.description["weak"] == keys
+        result = server.evaluate(Candidate(label="baseline"))
+        lazy = server.evaluate(Candidate(source_text="void axpy2(long n, const float *x, "
+                                                     "float *out) {}"))
+    assert result.status == "ok"
+    assert "too weak to verify with" in result.diagnostics[0]
+    # a do-nothing kernel passes the weak recording, but not the fresh inputs
+    assert lazy.status == "wrong_output"
+    assert lazy.diagnostics[-1].startswith("fresh inputs #1")
+
+
+def test_server_gives_up_after_repeated_crashes(recorded):
+    crasher = Candidate(source_text=rewrite(before_loop="*(volatile int *)0 = 1;"))
+    with ReplayServer(recorded.spec, recorded.store.root, recorded.keys, FAST,
+                      max_consecutive_crashes=1) as server:
+        assert server.evaluate(crasher).status == "crash"
+        with pytest.raises(ReplayError, match="died 2 times in a row"):
+            server.evaluate(crasher)

@@ -1,0 +1,243 @@
+"""The replay server's wire format, its dataclasses, and a real worker answering over pipes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from dataclasses import asdict
+
+import pytest
+
+import pytest_r3 as r3
+from pytest_r3.pipeline import Pipeline
+from pytest_r3.replay import protocol
+from pytest_r3.replay.evaluate import ReplaySettings
+from pytest_r3.replay.protocol import (
+    CLIENT_EVENTS,
+    WORKER_EVENTS,
+    Candidate,
+    KernelSpec,
+    ProtocolError,
+    Result,
+    decode,
+    encode,
+)
+
+SAMPLE_DATA = {
+    "load": {"spec": {"name": "k"}, "recordings_root": "/tmp/r", "keys": ["a", "b"],
+             "settings": {"run_timeout": 1.5}},
+    "evaluate": Candidate(macros={"TILE": 16}, pipeline={"level": 2}, label="t16").as_dict(),
+    "ping": {"sequence": 7},
+    "shutdown": {},
+    "loaded": {"recordings": 2, "weak": [], "output_only": ["out"], "timed": ["a"]},
+    "result": Result("ok", "abc", timing={"speedup": 1.25}).as_dict(),
+    "pong": {"sequence": 7},
+    "error": {"message": "ValueError: boom", "traceback": "Traceback ...\n"},
+}
+
+
+@pytest.mark.parametrize("event", CLIENT_EVENTS)
+def test_client_messages_round_trip(event):
+    message = encode(event, SAMPLE_DATA[event], CLIENT_EVENTS)
+    assert isinstance(message, bytes)
+    assert decode(message, CLIENT_EVENTS) == (event, SAMPLE_DATA[event])
+
+
+@pytest.mark.parametrize("event", WORKER_EVENTS)
+def test_worker_messages_round_trip(event):
+    message = encode(event, SAMPLE_DATA[event], WORKER_EVENTS)
+    assert decode(message, WORKER_EVENTS) == (event, SAMPLE_DATA[event])
+
+
+def test_every_event_has_sample_data():
+    assert set(SAMPLE_DATA) == set(CLIENT_EVENTS) | set(WORKER_EVENTS)
+
+
+def test_messages_are_plain_json_not_pickle():
+    message = encode("ping", {"x": [1, 2.5, None, "s"]}, CLIENT_EVENTS)
+    assert json.loads(message) == ["ping", {"x": [1, 2.5, None, "s"]}]
+
+
+def test_encoding_an_unknown_event_is_refused():
+    with pytest.raises(ProtocolError, match="unknown event 'result'"):
+        encode("result", {}, CLIENT_EVENTS)  # a worker event is not a client event
+
+
+@pytest.mark.parametrize("message, fragment", [
+    (b'["launch_missiles", {}]', "unknown event 'launch_missiles'"),
+    (b'["result", {}]', "unknown event 'result'"),  # worker event sent to the worker
+    (b'["ping", [1, 2]]', "unknown event 'ping'"),  # data must be a mapping
+    (b'["ping", {}, "extra"]', "malformed message"),
+    (b'{"event": "ping"}', "malformed message"),
+    (b"not json at all", "malformed message"),
+    (b"42", "malformed message"),
+    (b'\x80\x81', "malformed message"),
+])
+def test_decode_refuses_anything_but_a_known_event_with_a_mapping(message, fragment):
+    with pytest.raises(ProtocolError) as info:
+        decode(message, CLIENT_EVENTS)
+    assert fragment in str(info.value)
+
+
+def test_statuses_are_the_documented_ones():
+    assert protocol.STATUSES == ("ok", "compile_error", "sandbox_violation", "crash",
+                                 "timeout", "wrong_output")
+
+
+# -- dataclasses ------------------------------------------------------------------------------
+
+
+def _through_json(data: dict) -> dict:
+    return json.loads(json.dumps(data))
+
+
+def test_candidate_round_trips_through_json():
+    candidate = Candidate(macros={"TILE": 32, "NAME": "x"}, pipeline={"level": 1},
+                          source_text="void k(void) {}\n", launch={"threads": 4}, label="c1")
+    again = Candidate.from_dict(_through_json(candidate.as_dict()))
+    assert again == candidate
+    assert again.key() == candidate.key()
+
+
+def test_candidate_key_tells_variants_apart():
+    base = Candidate(macros={"TILE": 32})
+    assert Candidate(macros={"TILE": 32}, label="other label").key() == base.key()
+    assert Candidate(macros={"TILE": 64}).key() != base.key()
+    assert Candidate(macros={"TILE": 32}, pipeline={"level": 2}).key() != base.key()
+    assert Candidate(macros={"TILE": 32}, source_text="x").key() != base.key()
+    assert Candidate(macros={"TILE": 32}, source_text="y").key() != \
+        Candidate(macros={"TILE": 32}, source_text="x").key()
+
+
+def test_result_round_trips_through_json():
+    result = Result(status="wrong_output", candidate_key="0123", label="c",
+                    diagnostics=["out: 1 of 10 element(s) differ"],
+                    timing={}, compile_seconds={"clang": 0.01, "llvm": 0.02},
+                    review=False, details={"kind": "mismatch", "buffer": "out"})
+    again = Result.from_dict(_through_json(result.as_dict()))
+    assert again == result
+    assert not again.ok and again.speedup is None
+
+
+def test_result_summary_reports_speedup_and_diagnostics():
+    timing = {"speedup": 2.5, "speedup_q1": 2.4, "speedup_q3": 2.6,
+              "candidate_median": 4e-6, "baseline_median": 1e-5, "within_noise": False}
+    ok = Result("ok", timing=timing)
+    assert ok.ok and ok.speedup == 2.5
+    assert ok.summary() == ("ok: speedup 2.500x (IQR 2.400-2.600), candidate 4.0 us vs "
+                            "baseline 10.0 us")
+    flagged = Result("ok", timing={**timing, "within_noise": True}, review=True)
+    assert "(within noise)" in flagged.summary() and "marked for review" in flagged.summary()
+    failed = Result("crash", diagnostics=["the worker died with SIGSEGV"])
+    assert failed.summary() == "crash\n  the worker died with SIGSEGV"
+
+
+@pytest.fixture(scope="module")
+def declared_kernel(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("protocol_kernel")
+    path = folder / "scale.c"
+    path.write_text(textwrap.dedent("""\
+        #ifndef FACTOR
+        #define FACTOR 2
+        #endif
+        double scale(int n, const double *x, double *out)
+        {
+            double s = 0;
+            for (int i = 0; i < n; ++i) { out[i] = FACTOR * x[i]; s += out[i]; }
+            return s;
+        }
+    """))
+    return r3.kernel(path, entry="scale", name="protocol_scale", tune={"FACTOR": [2, 3]},
+                     pipeline={"level": 2}, tolerance={"rtol": 1e-6})
+
+
+def test_kernel_spec_from_a_real_kernel_round_trips(declared_kernel):
+    spec = KernelSpec.from_kernel(declared_kernel)
+    assert spec.name == "protocol_scale" and spec.entry == "scale" and spec.backend == "cpu"
+    assert spec.source_text == declared_kernel.source.text
+    assert spec.filename.endswith("scale.c")
+    assert spec.default_macros == {"FACTOR": 2}
+    assert spec.pipeline["level"] == 2
+    assert spec.tolerance == {"rtol": 1e-6}
+    assert spec.return_dtype == "float64"
+    assert [(p["name"], p["dtype"], p["is_pointer"], p["written"]) for p in spec.params] == [
+        ("n", "int32", False, False), ("x", "float64", True, False),
+        ("out", "float64", True, True)]
+    again = KernelSpec.from_dict(_through_json(spec.as_dict()))
+    assert again.as_dict() == _through_json(spec.as_dict())
+    assert Pipeline.from_mapping(again.pipeline) == declared_kernel.pipeline
+
+
+def test_replay_settings_cross_the_boundary_and_ignore_unknown_keys():
+    settings = ReplaySettings(run_timeout=0.5, timing_rounds=3, seed=9)
+    data = {**_through_json(asdict(settings)), "from_a_newer_version": True}
+    assert ReplaySettings.from_dict(data) == settings
+
+
+# -- a real worker over real pipes ------------------------------------------------------------
+
+
+@pytest.fixture
+def raw_worker():
+    """A replay worker process and the two pipe ends the client would use."""
+    from multiprocessing.connection import Connection
+
+    parent_read, child_write = os.pipe()
+    child_read, parent_write = os.pipe()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest_r3.replay.worker", str(child_read), str(child_write)],
+        pass_fds=(child_read, child_write), stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    os.close(child_read)
+    os.close(child_write)
+    reader = Connection(parent_read, writable=False)
+    writer = Connection(parent_write, readable=False)
+
+    def ask(raw: bytes) -> tuple[str, dict]:
+        writer.send_bytes(raw)
+        assert reader.poll(30), "the worker did not answer"
+        return decode(reader.recv_bytes(), WORKER_EVENTS)
+
+    yield process, ask, writer
+    if process.poll() is None:
+        process.kill()
+    process.wait()
+    process.stderr.close()
+    reader.close()
+    writer.close()
+
+
+def test_worker_answers_error_to_an_unknown_event_and_keeps_serving(raw_worker):
+    process, ask, writer = raw_worker
+    event, data = ask(b'["format_disk", {}]')
+    assert event == "error"
+    assert data["message"].startswith("ProtocolError: unknown event 'format_disk'")
+    event, data = ask(b"\x00garbage")
+    assert event == "error" and "malformed message" in data["message"]
+    event, data = ask(encode("evaluate", Candidate().as_dict(), CLIENT_EVENTS))
+    assert event == "error" and "evaluate before load" in data["message"]
+    # still alive and answering
+    assert ask(encode("ping", {"sequence": 3}, CLIENT_EVENTS)) == ("pong", {"sequence": 3})
+    assert process.poll() is None
+    writer.send_bytes(encode("shutdown", {}, CLIENT_EVENTS))
+    assert process.wait(timeout=30) == 0
+
+
+def test_worker_reports_a_load_failure_instead_of_dying(raw_worker, tmp_path):
+    process, ask, _ = raw_worker
+    event, data = ask(encode("load", {"spec": {"name": "x"}, "recordings_root": str(tmp_path),
+                                      "keys": [], "settings": {}}, CLIENT_EVENTS))
+    assert event == "error"
+    assert "TypeError" in data["message"]  # an incomplete spec
+    assert "Traceback" in data["traceback"]
+    assert process.poll() is None
+
+
+def test_worker_exits_when_the_client_goes_away(raw_worker):
+    process, ask, writer = raw_worker
+    assert ask(encode("ping", {}, CLIENT_EVENTS))[0] == "pong"
+    writer.close()
+    assert process.wait(timeout=30) == 0
