@@ -116,8 +116,13 @@ class Kernel:
                 source_text: str | None = None, **tunables: object) -> Variant:
         """A variant with some tunables (and optionally the pipeline or source) changed."""
         values = self.space.resolve(tunables)
-        chosen = self.pipeline if pipeline is None else Pipeline.from_mapping(
-            pipeline, where=f"{self.where}: ")
+        if pipeline is None:
+            chosen = self.pipeline
+        elif isinstance(pipeline, Pipeline):
+            chosen = pipeline
+        else:  # settings given as a mapping change the declared pipeline, key by key
+            chosen = Pipeline.from_mapping({**self.pipeline.as_dict(), **pipeline},
+                                           where=f"{self.where}: ")
         return Variant(tuple(sorted(values.items())), chosen, source_text)
 
     @property

@@ -121,8 +121,9 @@ class Pipeline:
     def prepare_ir(self, ir: str) -> str:
         """Attach this pipeline's loop hints to every loop of ``ir`` (text in, text out).
 
-        Hints the source already gives through ``#pragma clang loop`` come first in each
-        loop's metadata and so take precedence.
+        A loop that already carries a ``#pragma clang loop`` hint of the same kind gets
+        both; which one LLVM honours differs by hint (the pipeline's vector width wins, the
+        pragma's unroll count wins), so tune a loop either by pragma or by pipeline.
         """
         hints = self.loop_hints
         if not hints:

@@ -118,7 +118,9 @@ def _zig_system_flags(zig: Path) -> tuple[str, ...]:
     args = shlex.split(out.stderr.strip().splitlines()[-1]) if out.stderr.strip() else []
     flags = ["-nostdinc"]
     for option, value in zip(args, args[1:]):
-        if option in ("-isystem", "-D"):
+        if option == "-isystem":
+            flags += [option, os.path.abspath(value)]  # zig prints paths under cwd relative
+        elif option == "-D":
             flags += [option, value]
     if len(flags) == 1:
         raise ToolchainError(

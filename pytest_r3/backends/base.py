@@ -35,8 +35,10 @@ class Backend(abc.ABC):
         """Source and macro values -> unoptimised LLVM IR text."""
 
     @abc.abstractmethod
-    def inspect(self, source: KernelSource, entry: str, macros: Mapping[str, object]) -> Signature:
-        """The entry point's parameters, their dtypes and which pointers it writes."""
+    def inspect(self, source: KernelSource, entry: str, macros: Mapping[str, object],
+                kernel_name: str = "") -> Signature:
+        """The entry point's parameters, their dtypes and which pointers it writes
+        (``kernel_name`` is for error messages)."""
 
     @abc.abstractmethod
     def load(self, ir: str, entry: str, signature: Signature, pipeline: Pipeline,

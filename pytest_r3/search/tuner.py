@@ -11,7 +11,7 @@ import re
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from queue import Queue
 
 from ..errors import R3Error
@@ -122,7 +122,8 @@ class Tuner:
                  store: ResultStore, *, optimizer: str = "NGOpt", seed: int = 0,
                  budget: Budget = Budget(evaluations=100),
                  progress: Callable[[Outcome], None] | None = None,
-                 confirm_top: int = 3, max_repeats: int = 200) -> None:
+                 confirm_top: int = 3, max_repeats: int = 200,
+                 source_text: str | None = None) -> None:
         import nevergrad as ng
 
         if optimizer not in ng.optimizers.registry:
@@ -142,6 +143,7 @@ class Tuner:
         self.progress = progress
         self.confirm_top = confirm_top
         self.max_repeats = max_repeats
+        self.source_text = source_text  # a rewrite whose settings are searched
 
     def _evaluate_batch(self, candidates: list[Candidate]) -> list[tuple[dict, bool]]:
         """(result dict, came from the store) for each candidate, evaluated in parallel."""
@@ -235,6 +237,8 @@ class Tuner:
             for point in points:
                 candidate = space.decode(point.value,
                                          f"{self.kernel} #{len(losses) + len(fresh) + 1}")
+                if self.source_text is not None:
+                    candidate = replace(candidate, source_text=self.source_text)
                 key = configuration_key(self.source_hash, candidate.key())
                 keyed.append((point, candidate, key))
                 if key not in losses and key not in fresh and space.is_valid(point.value):
@@ -256,6 +260,7 @@ class Tuner:
                 outcome.steps.append(Step(len(outcome.steps) + 1, key, result["status"], loss,
                                           speedup, cached))
                 if not candidate.macros and not candidate.pipeline \
+                        and candidate.source_text is None \
                         and outcome.baseline_result is None and result["status"] != INVALID:
                     outcome.baseline_result = Result.from_dict(result)
             if self.progress:
@@ -272,7 +277,8 @@ class Tuner:
         """
         ranked: dict[str, tuple[float, Candidate]] = {}
         for step, candidate in zip(outcome.steps, outcome.candidates):
-            if step.status == "ok" and (candidate.macros or candidate.pipeline):
+            if step.status == "ok" and (candidate.macros or candidate.pipeline
+                                        or candidate.source_text is not None):
                 ranked.setdefault(step.key, (step.loss, candidate))
         finalists = sorted(ranked.values(), key=lambda pair: pair[0])[: self.confirm_top]
         outcome.best_candidate, outcome.best_result = None, None
