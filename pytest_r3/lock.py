@@ -102,7 +102,10 @@ def locked_variant(kernel):
         log.debug("kernel %r: %s has no entry for target %s; using the baseline",
                   kernel.name, path, target)
         return None
-    if entry.get("source_hash") != kernel.source.hash:
+    if entry.get("rewrite_hash") == kernel.source.hash:
+        # the accepted patch has been applied: the rewrite is now the source itself
+        entry = {k: v for k, v in entry.items() if k != "source_text"}
+    elif entry.get("source_hash") != kernel.source.hash:
         log.debug("kernel %r: %s entry is stale (source hash %s, now %s); using the baseline",
                   kernel.name, path, entry.get("source_hash"), kernel.source.hash)
         return None

@@ -30,6 +30,7 @@ class TunePlugin:
         self.rows: list[KernelReport] = []
         self.failures: list[str] = []
         self.skipped_reason: str | None = None
+        self._said_no_llm = False
         self.lock_path = config.rootpath / LOCK_NAME
         wanted = str(options.value(config, "r3_kernels"))
         self.selected = {n.strip() for n in wanted.split(",") if n.strip()}
@@ -157,6 +158,7 @@ class TunePlugin:
         write_reports(self.r3_dir, self.rows)
 
     def _tune_one(self, session, kernel, budget, lock: LockFile) -> KernelReport:
+        from .replay import Candidate
         from .search.space import SearchSpace
         from .search.tuner import Tuner
         from .store import ResultStore
@@ -166,23 +168,37 @@ class TunePlugin:
         optimizer = str(options.value(self.config, "r3_optimizer"))
         row = KernelReport(kernel.name, target, "baseline kept", optimizer=optimizer)
         search_pipeline = bool(options.value(self.config, "r3_search_pipeline"))
-        if not kernel.space.tunables and not search_pipeline:
+        llm = self._llm_settings()
+        if not kernel.space.tunables and not search_pipeline and llm is None:
             row.status = "not tuned"
             row.notes.append("nothing to tune: no tunables and r3_search_pipeline is false")
             return row
         self._say(f"pytest-r3: tuning {kernel.name} on {target} with {optimizer}, "
                   f"budget {budget.describe()}, {workers} worker(s)")
+        space = SearchSpace(kernel.space, kernel.pipeline, tune_pipeline=search_pipeline)
+        store = ResultStore(self.r3_dir / "results", kernel.name, target)
         servers = [self._server(kernel, self._settings()) for _ in range(workers)]
+        evolution = None
         try:
             for server in servers:
                 server.start()
-            tuner = Tuner(kernel.name, kernel.source.hash,
-                          SearchSpace(kernel.space, kernel.pipeline,
-                                      tune_pipeline=search_pipeline), servers,
-                          ResultStore(self.r3_dir / "results", kernel.name, target),
+            tuner = Tuner(kernel.name, kernel.source.hash, space, servers, store,
                           optimizer=optimizer, seed=int(options.value(self.config, "r3_seed")),
                           budget=budget, progress=self._progress(budget))
             outcome = tuner.run()
+            best, result = outcome.best_candidate, outcome.best_result
+            if llm is not None:
+                evolution = self._evolve(kernel, llm, servers, space, store, target, best,
+                                         result)
+                elite = evolution.best
+                if elite is not None and elite.source != kernel.source.text:
+                    rewrite = Candidate(elite.macros, elite.pipeline, elite.source,
+                                        label=f"{kernel.name} best rewrite")
+                    confirmed = servers[0].evaluate(rewrite)  # measured alone, like the rest
+                    inner = result.timing["speedup"] if result is not None else 1.0
+                    if confirmed.ok and not confirmed.timing.get("within_noise") \
+                            and confirmed.timing["speedup"] > inner:
+                        best, result = rewrite, confirmed
         except Exception as exc:  # one kernel's trouble must not stop the others
             row.status = "FAILED: tuning error"
             row.notes.append(f"{type(exc).__name__}: {exc}")
@@ -202,7 +218,15 @@ class TunePlugin:
         if failed:
             row.notes.append(f"{failed} candidate(s) failed (compile error, crash, wrong "
                              "output...): scored and skipped")
-        best, result = outcome.best_candidate, outcome.best_result
+        if evolution is not None:
+            row.evolution = [g.__dict__ for g in evolution.generations]
+            row.archive = evolution.archive
+            stats = evolution.stats
+            row.notes.append(
+                f"source rewrites: {stats.proposed} proposed, {stats.valid_first_try} correct "
+                f"at once, {stats.valid_after_repair} after repair, {stats.parse_failures} "
+                f"unparsable answer(s); failures by kind {stats.failures or '{}'}"
+                + (f"; stopped: {evolution.stopped}" if evolution.stopped else ""))
         if best is None:
             row.notes.append("no variant was faster than the baseline beyond the noise")
             lock.remove_entry(kernel.name, target)
@@ -214,20 +238,21 @@ class TunePlugin:
             timing["speedup"], timing["speedup_q1"], timing["speedup_q3"])
         row.baseline_samples = timing["baseline_samples"]
         row.tuned_samples = timing["candidate_samples"]
-        row.changes = {"macros": best.macros, "pipeline": best.pipeline}
+        row.changes = {"macros": best.macros, "pipeline": best.pipeline,
+                       "source": best.source_text is not None}
         row.review = result.review
         variant = kernel.variant(pipeline={**kernel.pipeline.as_dict(), **best.pipeline},
-                                 **best.macros)
+                                 source_text=best.source_text, **best.macros)
         failures = self.run_oracle_tests(session, kernel, variant)
         if failures:
             row.status = "rejected by oracles"
             row.notes += [f"oracle test failed with the best variant: {f}" for f in failures]
             lock.remove_entry(kernel.name, target)
             return row
-        row.status = "tuned"
-        from .toolchain import host_target
+        row.status = "tuned" if best.source_text is None else "tuned (source rewrite)"
+        from .toolchain import host_target, source_hash
 
-        lock.set_entry(kernel.name, target, {
+        entry = {
             "source_hash": kernel.source.hash,
             "features_hash": features_hash(host_target().features)
             if kernel.backend_name == "cpu" else None,
@@ -242,8 +267,97 @@ class TunePlugin:
             "oracle_tests": len(self.recorder.oracle_tests(kernel.name)),
             "tuned_on": datetime.date.today().isoformat(),
             "tuned_with": f"pytest-r3 {__version__}",
-        })
+        }
+        if best.source_text is not None:
+            entry["source_text"] = best.source_text
+            entry["rewrite_hash"] = source_hash(best.source_text)
+            row.notes.append(self._write_patch(kernel, best.source_text))
+            self._examples().remember(kernel.name, kernel.source.text, best.source_text,
+                                      row.speedup)
+        lock.set_entry(kernel.name, target, entry)
         return row
+
+    # -- the outer loop (LLM rewrites) -----------------------------------------------------
+    def _llm_settings(self):
+        model = str(options.value(self.config, "r3_llm_model")).strip()
+        if not model:
+            if not self._said_no_llm:
+                self._said_no_llm = True
+                self._say("pytest-r3: no LLM configured (--r3-llm-model): tuning settings "
+                          "only, no source rewrites")
+            return None
+        from .llm.client import LLMSettings
+
+        value = lambda name: options.value(self.config, name)  # noqa: E731
+        return LLMSettings(
+            model=model, base_url=str(value("r3_llm_base_url")).strip() or None,
+            api_key_env=str(value("r3_llm_api_key_env")),
+            temperature=float(value("r3_llm_temperature")),
+            timeout=float(value("r3_llm_timeout")),
+            concurrency=int(value("r3_llm_concurrency")),
+            max_requests=int(value("r3_llm_max_requests")),
+            max_tokens=int(value("r3_llm_max_tokens")),
+            max_seconds=float(value("r3_llm_max_seconds")))
+
+    def _examples(self):
+        from .llm.retrieval import ExampleIndex
+
+        return ExampleIndex(self.r3_dir / "runs" / "accepted.json")
+
+    def _evolve(self, kernel, llm, servers, space, store, target, best, result):
+        from .llm.archive import Elite
+        from .llm.client import LLMClient
+        from .llm.evolution import Evolution, EvolutionSettings
+        from .llm.prompts import stable_context
+        from .llm.runlog import RunLog
+        from .toolchain import host_target
+
+        speedup = result.timing["speedup"] if result is not None else 1.0
+        start = Elite(kernel.source.text, 1.0 / speedup, speedup,
+                      best.macros if best else {}, best.pipeline if best else {}, 0,
+                      f"{speedup:.2f}x the original with tuned settings")
+        shapes = [f"{', '.join(f'{n}{tuple(a.shape)}' for n, a in r.inputs.items())}; "
+                  f"scalars {r.scalars}"
+                  for r in self.recorder.store.load_all(kernel.name)]
+        features = host_target().features if kernel.backend_name == "cpu" else ""
+        context = stable_context(kernel.name, kernel.entry, kernel.source.text, shapes,
+                                 target, features)
+        value = lambda name: int(options.value(self.config, name))  # noqa: E731
+        settings = EvolutionSettings(
+            generations=value("r3_llm_generations"), islands=value("r3_llm_islands"),
+            children=value("r3_llm_children"), repairs=value("r3_llm_repairs"),
+            inner_budget=value("r3_llm_inner_budget"), examples=value("r3_llm_examples"),
+            seed=value("r3_seed"))
+        self._say(f"pytest-r3: evolving the source of {kernel.name} with {llm.model} "
+                  f"({settings.generations} generations x {settings.islands} islands x "
+                  f"{settings.children} children)")
+        client = LLMClient(llm)
+        try:
+            evolution = Evolution(
+                kernel=kernel.name, entry=kernel.entry, source=kernel.source.text,
+                source_hash=kernel.source.hash, context=context, servers=servers,
+                client=client, space=space, store=store,
+                log=RunLog(self.r3_dir / "runs" / kernel.name), examples=self._examples(),
+                start=start, settings=settings)
+            outcome = evolution.run()
+        finally:
+            client.close()
+        for generation in outcome.generations:
+            self._say(f"  {kernel.name}: generation {generation.index}, best "
+                      f"{generation.best_speedup:.2f}x, model wait "
+                      f"{generation.model_wait_seconds:.1f} s, evaluation "
+                      f"{generation.evaluation_seconds:.1f} s, wall "
+                      f"{generation.wall_seconds:.1f} s")
+        return outcome
+
+    def _write_patch(self, kernel, rewritten: str) -> str:
+        from .llm.patch import write_patch
+
+        if kernel.source.path is None:
+            return "source rewrite kept in r3.lock (inline source: no patch file)"
+        path = write_patch(self.r3_dir / "patches", kernel.name, kernel.source.path,
+                           self.config.rootpath, rewritten)
+        return f"source rewrite written as {path} (apply with git apply)"
 
     def _progress(self, budget):
         last = [0]
@@ -292,7 +406,9 @@ class TunePlugin:
             self.failures.append(f"{kernel.name}: {why}")
             return row
 
-        if entry.get("source_hash") != kernel.source.hash:
+        if entry.get("rewrite_hash") == kernel.source.hash:  # the patch was applied
+            entry = {k: v for k, v in entry.items() if k != "source_text"}
+        elif entry.get("source_hash") != kernel.source.hash:
             return fail("stale", f"the lock entry was tuned for source {entry.get('source_hash')}"
                         f" but the source is now {kernel.source.hash}: run pytest --r3-tune")
         if kernel.name not in self.recorder.kernels:
@@ -308,6 +424,7 @@ class TunePlugin:
             server.start()
             result = server.evaluate(Candidate(macros=entry.get("macros", {}),
                                                pipeline=entry.get("pipeline", {}),
+                                               source_text=entry.get("source_text"),
                                                label="locked"))
         finally:
             server.close()

@@ -13,7 +13,7 @@ from .model import KernelReport
 WIDTH, HEIGHT, PAD = 420, 220, 36
 
 
-def _convergence_svg(curve: list[float]) -> str:
+def _convergence_svg(curve: list[float], axis: str = "evaluations") -> str:
     if not curve:
         return "<p>no evaluations</p>"
     top = max(max(curve), 1.0) * 1.05
@@ -33,7 +33,7 @@ def _convergence_svg(curve: list[float]) -> str:
         f'stroke-dasharray="4"/><polyline fill="none" stroke="#1f77b4" stroke-width="2" '
         f'points="{points}"/><text x="{PAD}" y="16" font-size="12">best speedup '
         f'(final {curve[-1]:.2f}x)</text><text x="{WIDTH - PAD}" y="{HEIGHT - 8}" '
-        f'font-size="11" text-anchor="end">evaluations ({len(curve)})</text>'
+        f'font-size="11" text-anchor="end">{axis} ({len(curve)})</text>'
         f'<text x="4" y="{y(1) + 4:.1f}" font-size="10">1.0x</text></svg>')
 
 
@@ -76,6 +76,17 @@ def render(rows: list[KernelReport]) -> str:
                     f"{html.escape(row.optimizer or '-')}; changes: "
                     f"<code>{html.escape(row.describe_changes())}</code></p>")
         body.append(_convergence_svg(row.convergence))
+        if row.evolution:
+            body.append("<h4>Source evolution: best speedup per generation</h4>")
+            body.append(_convergence_svg([g["best_speedup"] for g in row.evolution],
+                                         "generations"))
+            body.append("<table><tr><th>generation</th><th>best</th><th>model wait</th>"
+                        "<th>evaluation</th><th>wall</th></tr>" + "".join(
+                            f"<tr><td>{g['index']}</td><td>{g['best_speedup']:.2f}x</td>"
+                            f"<td>{g['model_wait_seconds']:.1f} s</td>"
+                            f"<td>{g['evaluation_seconds']:.1f} s</td>"
+                            f"<td>{g['wall_seconds']:.1f} s</td></tr>"
+                            for g in row.evolution) + "</table>")
         for note in row.notes:
             body.append(f"<p><em>{html.escape(note)}</em></p>")
         body.append("</section>")

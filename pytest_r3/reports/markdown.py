@@ -27,6 +27,18 @@ def render(rows: list[KernelReport]) -> str:
             f"| `{row.kernel}` | {row.target} | {row.status}{flag} | {_us(row.baseline_seconds)} "
             f"| {_us(row.tuned_seconds)} | {speedup} | {row.evaluations} "
             f"({row.new_evaluations} new) | {row.describe_changes()} |")
+    for row in rows:
+        if row.evolution:
+            lines += ["", f"### Source evolution of `{row.kernel}`", "",
+                      "| generation | best speedup | model wait | evaluation | wall |",
+                      "|---:|---:|---:|---:|---:|"]
+            lines += [f"| {g['index']} | {g['best_speedup']:.2f}x | "
+                      f"{g['model_wait_seconds']:.1f} s | {g['evaluation_seconds']:.1f} s | "
+                      f"{g['wall_seconds']:.1f} s |" for g in row.evolution]
+            if row.archive:
+                cells = ", ".join(f"island {c['island']} cell {tuple(c['cell'])}: "
+                                  f"{c['speedup']:.2f}x" for c in row.archive)
+                lines += ["", f"Archive: {cells}"]
     notes = [(row.kernel, note) for row in rows for note in row.notes]
     if notes:
         lines += ["", "Notes:", ""] + [f"- `{kernel}`: {note}" for kernel, note in notes]

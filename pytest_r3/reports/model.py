@@ -24,6 +24,8 @@ class KernelReport:
     tuned_samples: list[float] = field(default_factory=list)
     review: bool = False
     notes: list[str] = field(default_factory=list)
+    evolution: list[dict] = field(default_factory=list)  # per generation of LLM rewrites
+    archive: list[dict] = field(default_factory=list)    # MAP-Elites cells at the end
 
     def as_dict(self) -> dict:
         return asdict(self)

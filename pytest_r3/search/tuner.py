@@ -188,7 +188,9 @@ class Tuner:
         started = time.perf_counter()
         losses: dict[str, float] = {}  # configurations seen in this run, by key
         values: dict[str, dict] = {}
-        if self.space.tune_pipeline and self.space.tuning.tunables:
+        if not self.space.tune_pipeline and not self.space.tuning.tunables:
+            self._evaluate_only(outcome)  # nothing to search: measure the starting point
+        elif self.space.tune_pipeline and self.space.tuning.tunables:
             own = SearchSpace(self.space.tuning, self.space.baseline_pipeline,
                               tune_pipeline=False)
             size = sum(1 for _ in self.space.tuning.iter_valid(limit=100_000))
@@ -206,6 +208,17 @@ class Tuner:
         self._confirm(outcome)
         outcome.seconds = time.perf_counter() - started
         return outcome
+
+    def _evaluate_only(self, outcome: Outcome) -> None:
+        candidate = Candidate(source_text=self.source_text, label=f"{self.kernel} #1")
+        key = configuration_key(self.source_hash, candidate.key())
+        ((result, cached),) = self._evaluate_batch([candidate])
+        outcome.new_evaluations += 0 if cached else 1
+        outcome.candidates.append(candidate)
+        outcome.steps.append(Step(1, key, result["status"], loss_of(result),
+                                  (result.get("timing") or {}).get("speedup"), cached))
+        if self.source_text is None and result["status"] == "ok":
+            outcome.baseline_result = Result.from_dict(result)
 
     def _search(self, space: SearchSpace, budget: Budget, outcome: Outcome,
                 losses: dict[str, float], values: dict[str, dict], started: float,

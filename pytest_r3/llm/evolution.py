@@ -1,0 +1,238 @@
+"""The outer loop: a model proposes source rewrites, the replay server judges them.
+
+Per generation, every island asks the model for children of parents drawn from its part
+of the archive. Requests run in background threads while the main thread evaluates the
+answers already in: model wait and evaluation overlap. A child that does not parse,
+compile or verify goes back with AutoGuide feedback for up to ``repairs`` rounds. A correct
+child gets a short inner Nevergrad search over its tunables and pipeline, and the best
+setting found is what competes for its archive cell.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass, field
+
+from ..replay.protocol import Candidate, Result
+from ..search.space import SearchSpace
+from ..search.tuner import Budget, Tuner
+from ..store import ResultStore, configuration_key
+from .archive import Archive, Elite
+from .client import LLMClient, Reply
+from .feedback import explain
+from .parse import parse_answer
+from .prompts import repair_messages, rewrite_messages
+from .retrieval import ExampleIndex
+from .runlog import RunLog, prompt_key
+
+
+@dataclass(frozen=True)
+class EvolutionSettings:
+    generations: int = 3
+    islands: int = 2
+    children: int = 2            # requests per island per generation
+    repairs: int = 2             # feedback rounds for a failing child
+    inner_budget: int = 8        # Nevergrad evaluations for each new correct child
+    examples: int = 2            # retrieved examples per prompt
+    migrate_every: int = 2
+    seed: int = 0
+
+
+@dataclass
+class Generation:
+    index: int
+    best_speedup: float
+    wall_seconds: float = 0.0
+    model_wait_seconds: float = 0.0
+    evaluation_seconds: float = 0.0
+
+
+@dataclass
+class Stats:
+    proposed: int = 0            # first answers received
+    valid_first_try: int = 0     # correct without any repair
+    valid_after_repair: int = 0  # correct after one or more repairs
+    parse_failures: int = 0
+    failures: dict = field(default_factory=dict)  # status -> count over all attempts
+    skipped: list = field(default_factory=list)    # reasons the model gave nothing usable
+
+
+@dataclass
+class Attempt:
+    island: int
+    parent: Elite
+    messages: list[dict]
+    round: int = 0               # 0: first answer, 1..: repairs
+
+
+@dataclass
+class EvolutionOutcome:
+    best: Elite | None
+    generations: list[Generation]
+    stats: Stats
+    archive: list[dict]
+    stopped: str = ""
+
+
+class Evolution:
+    def __init__(self, *, kernel: str, entry: str, source: str, source_hash: str, context: str,
+                 servers: list, client: LLMClient, space: SearchSpace, store: ResultStore,
+                 log: RunLog, examples: ExampleIndex, start: Elite,
+                 settings: EvolutionSettings = EvolutionSettings()) -> None:
+        self.kernel = kernel
+        self.entry = entry
+        self.source = source
+        self.source_hash = source_hash
+        self.context = context
+        self.servers = servers
+        self.client = client
+        self.space = space
+        self.store = store
+        self.log = log
+        self.examples = examples
+        self.settings = settings
+        self.archive = Archive(settings.islands, settings.seed)
+        for island in range(settings.islands):
+            self.archive.add(island, start)
+        self.stats = Stats()
+
+    # -- model requests -----------------------------------------------------------------
+    def _ask(self, attempt: Attempt) -> Future | None:
+        key = prompt_key(attempt.messages)
+        self.log.event("prompt", key=key, island=attempt.island, round=attempt.round,
+                       messages=attempt.messages)
+        if key in self.log.answers:  # resuming: the same prompt was answered before
+            future: Future = Future()
+            future.set_result(Reply(True, self.log.answers[key], reason="from the run log"))
+            return future
+        why_not = self.client.budget_left()
+        if why_not:
+            self.stats.skipped.append(why_not)
+            return None
+        return self.client.submit(attempt.messages)
+
+    def _first_attempt(self, island: int) -> Attempt | None:
+        parent = self.archive.sample_parent(island)
+        if parent is None:
+            return None
+        inspirations = [(e.summary, e.source)
+                        for e in self.archive.inspirations(island, parent)]
+        examples = self.examples.top(parent.source + " " + parent.summary,
+                                     self.settings.examples)
+        messages = rewrite_messages(self.context, parent.source, parent.summary, inspirations,
+                                    examples)
+        return Attempt(island, parent, messages)
+
+    # -- evaluation ----------------------------------------------------------------------
+    def _evaluate(self, candidate: Candidate) -> Result:
+        key = configuration_key(self.source_hash, candidate.key())
+        stored = self.store.get(key)
+        if stored is not None:
+            return Result.from_dict(stored["result"])
+        result = self.servers[0].evaluate(candidate)
+        self.store.add(key, candidate.as_dict(), result.as_dict())
+        return result
+
+    def _inner_search(self, source: str) -> tuple[dict, dict, Result | None]:
+        """Best tunables and pipeline for a new correct rewrite (a short Nevergrad run)."""
+        if self.settings.inner_budget <= 0:
+            return {}, {}, None
+        tuner = Tuner(self.kernel, self.source_hash, self.space, self.servers, self.store,
+                      budget=Budget(evaluations=self.settings.inner_budget),
+                      seed=self.settings.seed, source_text=source, confirm_top=1)
+        outcome = tuner.run()
+        if outcome.best_candidate is None:
+            return {}, {}, None
+        best = outcome.best_candidate
+        return best.macros, best.pipeline, outcome.best_result
+
+    def _handle(self, attempt: Attempt, reply: Reply, generation: int) -> Attempt | None:
+        """Judge one answer; return a repair attempt when one should follow."""
+        if attempt.round == 0:
+            self.stats.proposed += 1
+        key = prompt_key(attempt.messages)
+        if not reply.ok:
+            self.log.event("answer_failed", key=key, reason=reply.reason)
+            self.stats.failures["model"] = self.stats.failures.get("model", 0) + 1
+            return None
+        if reply.reason != "from the run log":
+            self.log.remember_answer(key, reply.text)
+        self.log.event("answer", key=key, text=reply.text, seconds=reply.seconds)
+        parsed = parse_answer(reply.text, attempt.parent.source, self.entry)
+        if parsed.source is None:
+            self.stats.parse_failures += 1
+            feedback = f"COULD NOT USE THE ANSWER: {parsed.reason}."
+            self.log.event("diagnostic", key=key, feedback=feedback)
+            return self._repair(attempt, reply.text, feedback)
+        candidate = Candidate(source_text=parsed.source,
+                              label=f"{self.kernel} gen {generation} island {attempt.island}")
+        result = self._evaluate(candidate)
+        feedback = explain(result, attempt.parent.speedup)
+        self.log.event("result", key=key, status=result.status, feedback=feedback,
+                       result=result.as_dict())
+        if not result.ok:
+            self.stats.failures[result.status] = self.stats.failures.get(result.status, 0) + 1
+            return self._repair(attempt, reply.text, feedback)
+        if attempt.round == 0:
+            self.stats.valid_first_try += 1
+        else:
+            self.stats.valid_after_repair += 1
+        speedup = result.timing["speedup"]
+        macros, pipeline, tuned = self._inner_search(parsed.source)
+        if tuned is not None and tuned.timing["speedup"] > speedup:
+            speedup = tuned.timing["speedup"]
+        else:
+            macros, pipeline = {}, {}
+        elite = Elite(parsed.source, 1.0 / speedup, speedup, macros, pipeline, generation,
+                      f"{speedup:.2f}x the original")
+        added = self.archive.add(attempt.island, elite)
+        self.log.event("elite" if added else "not_elite", key=key, speedup=speedup,
+                       macros=macros, pipeline=pipeline)
+        return None
+
+    def _repair(self, attempt: Attempt, answer: str, feedback: str) -> Attempt | None:
+        if attempt.round >= self.settings.repairs:
+            return None
+        return Attempt(attempt.island, attempt.parent,
+                       repair_messages(attempt.messages, answer, feedback), attempt.round + 1)
+
+    # -- the loop ------------------------------------------------------------------------
+    def run(self) -> EvolutionOutcome:
+        generations: list[Generation] = []
+        stopped = ""
+        for index in range(1, self.settings.generations + 1):
+            started = time.perf_counter()
+            wait_before = self.client.usage.wait_seconds
+            evaluation = 0.0
+            pending: dict[Future, Attempt] = {}
+            for island in range(self.settings.islands):
+                for _ in range(self.settings.children):
+                    attempt = self._first_attempt(island)
+                    future = self._ask(attempt) if attempt else None
+                    if future is not None:
+                        pending[future] = attempt
+            if not pending:
+                stopped = "; ".join(sorted(set(self.stats.skipped))) or "nothing to ask"
+                break
+            while pending:
+                done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+                for future in done:
+                    attempt = pending.pop(future)
+                    eval_started = time.perf_counter()
+                    follow_up = self._handle(attempt, future.result(), index)
+                    evaluation += time.perf_counter() - eval_started
+                    if follow_up is not None:
+                        repair = self._ask(follow_up)
+                        if repair is not None:
+                            pending[repair] = follow_up
+            if index % self.settings.migrate_every == 0:
+                self.archive.migrate()
+            best = self.archive.best()
+            generation = Generation(index, best.speedup if best else 1.0,
+                                    time.perf_counter() - started,
+                                    self.client.usage.wait_seconds - wait_before, evaluation)
+            generations.append(generation)
+            self.log.event("generation", **generation.__dict__)
+        return EvolutionOutcome(self.archive.best(), generations, self.stats,
+                                self.archive.cells(), stopped)

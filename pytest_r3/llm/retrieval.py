@@ -1,0 +1,94 @@
+"""Examples to show the model: a small built-in catalogue of classic kernel optimisations,
+plus rewrites accepted in earlier runs of this repository, ranked by word overlap."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..outputs import write_json_atomic
+
+
+@dataclass(frozen=True)
+class Example:
+    title: str
+    text: str
+    source: str = "catalogue"
+
+
+CATALOGUE = (
+    Example("Loop interchange for unit-stride access",
+            "In a matrix multiply with i-j-k order, the inner k loop reads b[k*n+j] with stride "
+            "n. Reorder to i-k-j: hoist a[i*n+k] into a scalar and stream c[i*n+j] += aik * "
+            "b[k*n+j] over j, which is unit-stride in both c and b and vectorises. Zero c "
+            "first. Same for any loop nest whose innermost loop strides over rows."),
+    Example("Cache blocking (tiling)",
+            "Split each loop of a nest into blocks so the working set of the innermost blocks "
+            "fits in L1/L2: for (ii...; ii += T) for (kk...; kk += T) for (i = ii; i < "
+            "min(ii+T, n); ...). Keep the unit-stride loop innermost; handle remainders with "
+            "min()."),
+    Example("Scalar replacement and register accumulation",
+            "Accumulate into a local variable instead of re-reading and re-writing memory in "
+            "the inner loop: double sum = 0; for (k...) sum += a[..]*b[..]; c[..] = sum;"),
+    Example("restrict pointers",
+            "Declare non-aliasing array parameters with restrict (float *restrict y) so the "
+            "compiler may vectorise without runtime alias checks. Keep the parameter types "
+            "otherwise identical."),
+    Example("Unroll and jam",
+            "Unroll an outer loop by 2-4 and fuse the copies of the inner loop, so each loaded "
+            "value is used several times: compute rows i and i+1 together in a stencil or a "
+            "matrix multiply; handle an odd remainder row separately."),
+    Example("Hoist loop invariants and strength-reduce indices",
+            "Compute row base pointers (const float *row = in + i*cols) outside the inner loop "
+            "and index row[j-1], row[j], row[j+1]; this removes multiplications and helps the "
+            "vectoriser recognise contiguous accesses."),
+    Example("Split boundary handling from the interior",
+            "Handle the first/last rows and columns in separate simple loops and keep the "
+            "interior loop branch-free so it vectorises."),
+)
+
+
+def _words(text: str) -> Counter:
+    return Counter(w for w in re.findall(r"[a-z_][a-z0-9_]+", text.lower()) if len(w) > 2)
+
+
+class ExampleIndex:
+    """Catalogue plus accepted rewrites (``<r3 dir>/runs/accepted.json``), ranked by cosine
+    similarity of word counts with the query (the kernel source and its feedback)."""
+
+    def __init__(self, accepted_path: Path | None = None, catalogue=CATALOGUE) -> None:
+        self.accepted_path = accepted_path
+        self.examples = list(catalogue)
+        if accepted_path is not None and accepted_path.exists():
+            for item in json.loads(accepted_path.read_text()):
+                self.examples.append(Example(item["title"], item["text"], "accepted"))
+
+    def top(self, query: str, count: int = 2) -> list[Example]:
+        wanted = _words(query)
+        if not wanted or count <= 0:
+            return []
+
+        def score(example: Example) -> float:
+            words = _words(example.title + " " + example.text)
+            dot = sum(wanted[w] * words[w] for w in wanted)
+            norm = math.sqrt(sum(v * v for v in words.values())) or 1.0
+            return dot / norm + (0.05 if example.source == "accepted" else 0.0)
+
+        ranked = sorted(self.examples, key=score, reverse=True)
+        return [e for e in ranked[:count] if score(e) > 0]
+
+    def remember(self, kernel: str, before: str, after: str, speedup: float) -> None:
+        """Store an accepted rewrite as a future example."""
+        if self.accepted_path is None:
+            return
+        items = (json.loads(self.accepted_path.read_text())
+                 if self.accepted_path.exists() else [])
+        items = [i for i in items if i.get("kernel") != kernel]
+        items.append({"kernel": kernel, "speedup": speedup,
+                      "title": f"Accepted rewrite of {kernel} ({speedup:.2f}x)",
+                      "text": f"Before:\n{before}\nAfter:\n{after}"})
+        write_json_atomic(self.accepted_path, items)
