@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .errors import DeclarationError
+from .launch import LaunchConfig
 from .pipeline import Pipeline
 from .source import KernelSource, load_source
 from .space import TuningSpace
@@ -78,6 +79,7 @@ class Kernel:
         pipeline: Pipeline,
         declared_at: str,
         tolerance: Mapping[str, object] | None = None,
+        launch: LaunchConfig | None = None,
     ) -> None:
         self.source = source
         self.entry = entry
@@ -87,6 +89,7 @@ class Kernel:
         self.pipeline = pipeline
         self.declared_at = declared_at
         self.tolerance = dict(tolerance or {})
+        self.launch = launch  # a GPU kernel's grid and block (pytest_r3.launch)
         self._lock = threading.RLock()
         self._launchers: dict[Variant, object] = {}
         self._signature = None
@@ -151,8 +154,10 @@ class Kernel:
                     backend = self.backend
                     signature = self.signature
                     ir = backend.compile(self.source_for(variant), variant.macro_dict)
+                    options = {} if self.launch is None else {
+                        "launch": self.launch, "tunables": variant.macro_dict}
                     launcher = backend.load(ir, self.entry, signature, variant.pipeline,
-                                            self.name)
+                                            self.name, **options)
                     self._launchers[variant] = launcher
         return launcher
 
@@ -219,6 +224,7 @@ def kernel(
     defaults: Mapping[str, object] | None = None,
     pipeline: Mapping[str, object] | Pipeline | None = None,
     tolerance: Mapping[str, object] | None = None,
+    launch: Callable[..., Mapping[str, object]] | Mapping[str, object] | None = None,
 ) -> Kernel:
     """Declare a compute kernel.
 
@@ -229,6 +235,10 @@ def kernel(
     LLVM pipeline (see :class:`pytest_r3.Pipeline`). ``tolerance`` sets how close a tuned
     variant's float outputs must stay: ``{"rtol": 1e-5, "atol": 1e-6}``, or ``{"norm": 1e-6}``
     for a relative L2 bound, with ``"per_argument": {"c": {...}}`` overrides.
+
+    A GPU kernel (``backend="cuda"``) also needs ``launch``: its grid and block, e.g.
+    ``launch=lambda args, t: {"grid": (cdiv(args["n"], t["BLOCK"]),), "block": (t["BLOCK"],)}``
+    (see :mod:`pytest_r3.launch` and docs/cuda.md).
     """
     frame = sys._getframe(1)
     declaring_file = frame.f_globals.get("__file__")
@@ -239,16 +249,40 @@ def kernel(
     name = name or entry
     where = f"kernel {name!r} (declared at {declared_at})"
     kernel_source = load_source(source, declaring_file, where)
-    space = TuningSpace(tune, constraints, defaults, where=where)
-    chosen = Pipeline.from_mapping(pipeline, where=f"{where}: ")
-    _check_tolerance(tolerance, where)
     from .backends import get_backend
 
-    get_backend(backend)  # unknown backend names fail here, at declaration
+    backend_object = get_backend(backend)  # unknown backend names fail here, at declaration
+    launch_config, limit = _launch_config(launch, backend, backend_object, tune, where)
+    space = TuningSpace(tune, [*constraints, *limit], defaults, where=where)
+    chosen = Pipeline.from_mapping(pipeline, where=f"{where}: ")
+    _check_tolerance(tolerance, where)
     declared = Kernel(kernel_source, entry=entry, name=name, backend=backend, space=space,
-                      pipeline=chosen, declared_at=declared_at, tolerance=tolerance)
+                      pipeline=chosen, declared_at=declared_at, tolerance=tolerance,
+                      launch=launch_config)
     _register(declared)
     return declared
+
+
+def _launch_config(launch, backend_name: str, backend, tune, where: str):
+    """The validated launch= of a GPU kernel, and the device's block limits as a tuning
+    constraint (when the block follows from the tunables alone)."""
+    limits = getattr(backend, "launch_limits", None)
+    if launch is None:
+        if limits is not None:
+            raise DeclarationError(
+                f"{where}: {backend_name} kernels need launch= giving the grid and block, e.g. "
+                "launch=lambda args, t: {'grid': ((args['n'] + t['BLOCK'] - 1) // t['BLOCK'],),"
+                " 'block': (t['BLOCK'],)}")
+        return None, ()
+    if limits is None:
+        raise DeclarationError(f"{where}: backend {backend_name!r} runs kernels as plain "
+                               "function calls and takes no launch= (it is for GPU backends)")
+    config = LaunchConfig(launch, where)
+    names = tuple(tune) if isinstance(tune, Mapping) else ()
+    config.check_tunables(names)
+    config.portable()  # refuse now what could not reach the replay worker
+    check = config.block_constraint(limits, names)
+    return config, (() if check is None else (check,))
 
 
 def _check_tolerance(tolerance: Mapping[str, object] | None, where: str) -> None:

@@ -44,5 +44,13 @@ class BackendError(R3Error):
     """No backend of that name, or a backend that does not fulfil the contract."""
 
 
+class MissingExtraError(R3Error, ImportError):
+    """An optional dependency is not installed; the message names the pip extra."""
+
+
+class KernelFault(R3Error, RuntimeError):
+    """A kernel failed on the device (illegal address, trap...); its context is unusable."""
+
+
 class R3Warning(UserWarning):
     """Base class of pytest-r3 warnings."""

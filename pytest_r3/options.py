@@ -32,7 +32,7 @@ class Option:
         return "--" + self.name.replace("_", "-")
 
     def describe_default(self) -> str:
-        return f"{self.help} (default: {self.default})"
+        return f"{self.help} (default: {self.default if self.default != '' else 'none'})"
 
 
 OPTIONS: dict[str, Option] = {o.name: o for o in [
@@ -56,14 +56,14 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     Option("r3_search_pipeline", "also search the LLVM pipeline (level, vectoriser, unroller, "
            "loop hints, extra passes); false searches the kernel's own tunables only", True,
            _flag, metavar="BOOL"),
-    Option("r3_kernels", "comma-separated kernel names to tune or check (default: all)", "",
+    Option("r3_kernels", "comma-separated kernel names to tune or check; none: all", "",
            str, metavar="NAMES"),
     Option("r3_check_threshold", "percent slowdown against the baseline at which "
            "--r3-check fails", 5.0, float, metavar="PERCENT"),
-    Option("r3_llm_model", "chat model for source rewrites (none: tune settings only)", "",
+    Option("r3_llm_model", "chat model for source rewrites; none: tune settings only", "",
            str, metavar="MODEL"),
     Option("r3_llm_base_url", "OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 "
-           "(vLLM, Ollama, llama.cpp); empty: the openai default", "", str, metavar="URL"),
+           "(vLLM, Ollama, llama.cpp); none: the openai default", "", str, metavar="URL"),
     Option("r3_llm_api_key_env", "environment variable holding the API key", "OPENAI_API_KEY",
            str, metavar="NAME"),
     Option("r3_llm_temperature", "sampling temperature", 0.7, float, metavar="T"),

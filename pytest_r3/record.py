@@ -95,10 +95,11 @@ class Recording:
 def capture(kernel, args: tuple, run: Callable[[], object], test: str) -> tuple[object, Recording]:
     """Run one launch, recording it; the caller sees exactly what an unrecorded run gives."""
     signature = kernel.signature
-    inputs = {p.name: np.array(a, copy=True) for p, a in zip(signature.params, args, strict=False)
+    to_host = kernel.backend.to_host  # device arrays (a GPU kernel's) are copied back
+    inputs = {p.name: to_host(a) for p, a in zip(signature.params, args, strict=False)
               if p.is_pointer}
     result = run()
-    outputs = {p.name: np.array(a, copy=True) for p, a in zip(signature.params, args, strict=False)
+    outputs = {p.name: to_host(a) for p, a in zip(signature.params, args, strict=False)
                if p.written}
     scalars = {p.name: (int(a) if np.dtype(p.dtype).kind in "iub" else float(a))
                for p, a in zip(signature.params, args, strict=False) if not p.is_pointer}

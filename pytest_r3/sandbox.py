@@ -1,9 +1,10 @@
 """Static check of candidate IR before it ever runs: only allowlisted external symbols.
 
-Candidate code (an LLM's rewrite, say) is untrusted. A kernel may call LLVM intrinsics,
-libm and the C memory primitives LLVM itself emits; anything else (system, fopen,
-syscall, dlopen, inline assembly, calls through computed addresses, references to
-external globals such as ``environ``) is a sandbox violation and the candidate never runs.
+Candidate code (an LLM's rewrite, say) is untrusted. A kernel may call LLVM intrinsics
+(NVVM ones included), libm, CUDA's libdevice (``__nv_*``) and the C memory primitives LLVM
+itself emits; anything else (system, fopen, syscall, dlopen, inline assembly, calls
+through computed addresses, references to external globals such as ``environ``, except a
+GPU kernel's dynamic shared memory) is a sandbox violation and the candidate never runs.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ class Violation:
 
 
 def _allowed(name: str) -> bool:
-    return name.startswith("llvm.") or name in ALLOWED_SYMBOLS
+    # llvm.* covers the NVPTX intrinsics (llvm.nvvm.*); __nv_* is CUDA's libdevice math
+    return name.startswith(("llvm.", "__nv_")) or name in ALLOWED_SYMBOLS
 
 
 def check_module(module) -> list[Violation]:
@@ -50,7 +52,8 @@ def check_module(module) -> list[Violation]:
     if re.search(r"^module asm ", str(module), re.MULTILINE):
         violations.append(Violation("asm", "<module>", "module-level inline assembly"))
     for variable in module.global_variables:
-        if variable.is_declaration:
+        # a GPU kernel's dynamic shared memory is an external array in address space 3
+        if variable.is_declaration and "addrspace(3)" not in str(variable.type):
             violations.append(Violation(variable.name, "<module>",
                                         f"reference to external variable '{variable.name}'"))
     for function in module.functions:

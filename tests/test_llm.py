@@ -87,6 +87,26 @@ def test_feedback_is_specific_and_actionable():
     assert "2.00x the parent" in explain(fast, parent_speedup=1.5)
 
 
+def test_retrieval_ranks_examples_by_what_the_code_does():
+    from pytest_r3.llm.retrieval import ExampleIndex, code_tags
+
+    assert {"strided", "nested3", "reduction"} <= code_tags(NAIVE)
+    assert "strided" not in code_tags(IKJ)
+    assert ExampleIndex().top(NAIVE, 1)[0].title.startswith("Loop interchange")
+    stencil = "void s(int n, const float *x, float *y) { for (int i = 1; i < n - 1; ++i) " \
+              "y[i] = x[i - 1] + x[i + 1]; }"
+    assert "stencil" in code_tags(stencil)
+
+
+def test_accepted_rewrites_become_examples(tmp_path: Path):
+    from pytest_r3.llm.retrieval import ExampleIndex
+
+    index = ExampleIndex(tmp_path / "accepted.json")
+    index.remember("mm", NAIVE, IKJ, 6.0)
+    again = ExampleIndex(tmp_path / "accepted.json")
+    assert again.top(NAIVE, 1)[0].source == "accepted"
+
+
 def test_archive_keeps_diverse_elites_and_migrates():
     assert loop_depth(NAIVE) == 3 and loop_depth("int f(void) { return 1; }") == 0
     assert descriptors(IKJ) != descriptors("void mm(void) { }\n")
@@ -200,6 +220,18 @@ def test_tune_with_a_model_finds_verifies_and_patches_a_better_loop_order(mm_pro
     (entry,) = lock["kernels"]["mm"].values()
     assert entry["source_text"] == IKJ and entry["speedup"] > 1.2
     assert "system" not in json.dumps(lock)  # the malicious rewrite never got in
+
+    # a run interrupted before acceptance resumes from the run log: same prompts, same
+    # answers, no request reaches the model (accepted.json only exists after acceptance)
+    (mm_project / ".r3" / "runs" / "accepted.json").unlink()
+    with ScriptedChatServer(lambda body: Scripted(status=500)) as offline:
+        again = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--r3-tune",
+             "--r3-llm-model", "scripted", "--r3-llm-base-url", offline.base_url],
+            cwd=mm_project, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "tuned (source rewrite)" in again.stdout
+    assert offline.requests == []
 
     patch = mm_project / ".r3" / "patches" / "mm.patch"
     check = subprocess.run(["git", "apply", "--check", str(patch)], cwd=mm_project,

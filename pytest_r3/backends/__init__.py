@@ -13,7 +13,7 @@ from .base import Backend, Launcher, check_backend
 
 __all__ = ["Backend", "Launcher", "available_backends", "get_backend", "plugin_manager"]
 
-BUILTIN_BACKENDS = ("pytest_r3.backends.cpu",)
+BUILTIN_BACKENDS = ("pytest_r3.backends.cpu", "pytest_r3.backends.cuda")
 
 _lock = threading.Lock()
 _instances: dict[str, object] = {}

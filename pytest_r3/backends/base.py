@@ -25,6 +25,13 @@ class Backend(abc.ABC):
 
     name: str = ""
     language: str = "c"
+    # A GPU backend's device limits: its kernels then need ``launch=`` (grid and block), and
+    # load() receives ``launch=`` (a pytest_r3.launch.LaunchConfig) and ``tunables=``.
+    # None: kernels are plain function calls and take no launch=.
+    launch_limits: object = None
+    # False: the replay worker lifts its address-space cap for this backend (GPU drivers
+    # reserve more virtual memory than any useful cap).
+    address_space_cap: bool = True
 
     @abc.abstractmethod
     def target_name(self) -> str:

@@ -64,6 +64,12 @@ class Attempt:
     parent: Elite
     messages: list[dict]
     round: int = 0               # 0: first answer, 1..: repairs
+    slot: str = ""               # generation/island/child: the same prompt asked twice is
+                                 # two samples, logged and replayed separately
+
+    @property
+    def key(self) -> str:
+        return prompt_key([*self.messages, {"role": "slot", "content": self.slot}])
 
 
 @dataclass
@@ -99,7 +105,7 @@ class Evolution:
 
     # -- model requests -----------------------------------------------------------------
     def _ask(self, attempt: Attempt) -> Future | None:
-        key = prompt_key(attempt.messages)
+        key = attempt.key
         self.log.event("prompt", key=key, island=attempt.island, round=attempt.round,
                        messages=attempt.messages)
         if key in self.log.answers:  # resuming: the same prompt was answered before
@@ -112,7 +118,7 @@ class Evolution:
             return None
         return self.client.submit(attempt.messages)
 
-    def _first_attempt(self, island: int) -> Attempt | None:
+    def _first_attempt(self, island: int, slot: str) -> Attempt | None:
         parent = self.archive.sample_parent(island)
         if parent is None:
             return None
@@ -122,7 +128,7 @@ class Evolution:
                                      self.settings.examples)
         messages = rewrite_messages(self.context, parent.source, parent.summary, inspirations,
                                     examples)
-        return Attempt(island, parent, messages)
+        return Attempt(island, parent, messages, slot=slot)
 
     # -- evaluation ----------------------------------------------------------------------
     def _evaluate(self, candidate: Candidate) -> Result:
@@ -151,7 +157,7 @@ class Evolution:
         """Judge one answer; return a repair attempt when one should follow."""
         if attempt.round == 0:
             self.stats.proposed += 1
-        key = prompt_key(attempt.messages)
+        key = attempt.key
         if not reply.ok:
             self.log.event("answer_failed", key=key, reason=reply.reason)
             self.stats.failures["model"] = self.stats.failures.get("model", 0) + 1
@@ -195,7 +201,8 @@ class Evolution:
         if attempt.round >= self.settings.repairs:
             return None
         return Attempt(attempt.island, attempt.parent,
-                       repair_messages(attempt.messages, answer, feedback), attempt.round + 1)
+                       repair_messages(attempt.messages, answer, feedback), attempt.round + 1,
+                       attempt.slot)
 
     # -- the loop ------------------------------------------------------------------------
     def run(self) -> EvolutionOutcome:
@@ -207,8 +214,8 @@ class Evolution:
             evaluation = 0.0
             pending: dict[Future, Attempt] = {}
             for island in range(self.settings.islands):
-                for _ in range(self.settings.children):
-                    attempt = self._first_attempt(island)
+                for child in range(self.settings.children):
+                    attempt = self._first_attempt(island, f"g{index}-i{island}-c{child}")
                     future = self._ask(attempt) if attempt else None
                     if future is not None:
                         pending[future] = attempt

@@ -162,6 +162,11 @@ class ReplayServer:
             return Result(protocol.CRASH, diagnostics=[
                 f"the worker died with {name}" + (f": {hint}" if hint else "")],
                 details={"signal": name})
+        if code == protocol.DEVICE_FAULT_EXIT:
+            return Result(protocol.CRASH, diagnostics=[
+                "the kernel faulted on the GPU (illegal or misaligned address, trap...); the "
+                "worker ended because its CUDA context was unusable (driver message in the "
+                "worker log)"], details={"exit_code": code, "kind": "device_fault"})
         return Result(protocol.CRASH, diagnostics=[f"the worker exited with code {code}"],
                       details={"exit_code": code})
 

@@ -7,7 +7,9 @@ one LLVM optimisation and the runs themselves.
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -15,7 +17,8 @@ import numpy as np
 
 from .. import sandbox
 from ..backends import get_backend
-from ..errors import CompileError, R3Error
+from ..errors import CompileError, KernelFault, LaunchError, R3Error
+from ..launch import LaunchConfig
 from ..pipeline import Pipeline
 from ..record import Recording
 from ..signature import Param, Signature
@@ -80,6 +83,9 @@ class Evaluator:
                                    include_dirs=tuple(spec.include_dirs))
         self.tolerances = parse_tolerances(spec.tolerance, self.signature.names,
                                            f"kernel {spec.name!r}")
+        # a GPU kernel's grid and block, rebuilt from plain data (see pytest_r3.launch)
+        self.launch = (LaunchConfig.from_portable(spec.launch, f"kernel {spec.name!r}")
+                       if spec.launch else None)
         self.baseline_candidate = Candidate(macros={}, pipeline=spec.pipeline, label="baseline")
         self.baseline, _ = self._build(self.baseline_candidate)
         self.rng = np.random.default_rng(self.settings.seed)
@@ -111,8 +117,10 @@ class Evaluator:
             if violations:
                 raise Rejected(protocol.SANDBOX_VIOLATION, sandbox.advice(violations),
                                symbols=sorted({v.symbol for v in violations}))
+            options = {} if self.launch is None else {
+                "launch": self.launch, "tunables": {**macros, **candidate.launch}}
             launcher = self.backend.load(ir, self.spec.entry, self.signature, pipeline,
-                                         self.spec.name)
+                                         self.spec.name, **options)
         except R3Error as exc:
             raise Rejected(protocol.COMPILE_ERROR, str(exc)) from None
         llvm_seconds = time.perf_counter() - started
@@ -179,6 +187,10 @@ class Evaluator:
         signal.setitimer(signal.ITIMER_REAL, self.settings.run_timeout)
         try:
             returned = launcher(*args)
+        except KernelFault as fault:
+            _end_worker(fault)
+        except LaunchError as exc:  # e.g. a GPU block the device refuses
+            raise Rejected(protocol.COMPILE_ERROR, f"{case.label}: {exc}") from None
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
         for name, buffer in buffers.items():
@@ -242,9 +254,12 @@ class Evaluator:
         try:
             launcher, result.compile_seconds = self._build(candidate)
             self._verify(launcher)
-            result.timing = interleaved_speedup(
-                self.backend, self.baseline, launcher, self.timed, self._arguments,
-                self.settings)
+            try:
+                result.timing = interleaved_speedup(
+                    self.backend, self.baseline, launcher, self.timed, self._arguments,
+                    self.settings)
+            except KernelFault as fault:
+                _end_worker(fault)
             if result.timing["speedup"] > self.settings.sanity_bound:
                 self._verify(launcher, extra_fresh=3)
                 result.review = True
@@ -269,3 +284,10 @@ class Evaluator:
             "output_only": sorted({n for c in self.cases for n in c.output_only}),
             "timed": [c.recording.key for c in self.timed],
         }
+
+
+def _end_worker(fault: KernelFault) -> None:
+    """A fault on a GPU leaves its context unusable: end this worker the way a crash would,
+    so the client reports a crash for this candidate and starts a fresh worker."""
+    print(f"pytest-r3 replay worker: {fault}", file=sys.stderr, flush=True)
+    os._exit(protocol.DEVICE_FAULT_EXIT)

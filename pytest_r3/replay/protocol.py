@@ -22,6 +22,8 @@ CRASH = "crash"
 TIMEOUT = "timeout"
 WRONG_OUTPUT = "wrong_output"
 STATUSES = (OK, COMPILE_ERROR, SANDBOX_VIOLATION, CRASH, TIMEOUT, WRONG_OUTPUT)
+# exit status of a worker that ended itself after a kernel faulted on a GPU
+DEVICE_FAULT_EXIT = 75
 
 
 class ProtocolError(RuntimeError):
@@ -59,6 +61,7 @@ class KernelSpec:
     params: list[dict]
     return_dtype: str | None = None
     tolerance: dict = field(default_factory=dict)
+    launch: dict = field(default_factory=dict)  # a GPU kernel's launch=, as plain data
 
     @classmethod
     def from_kernel(cls, kernel) -> KernelSpec:
@@ -77,6 +80,7 @@ class KernelSpec:
                     for p in signature.params],
             return_dtype=signature.return_dtype,
             tolerance=dict(getattr(kernel, "tolerance", None) or {}),
+            launch=kernel.launch.portable() if getattr(kernel, "launch", None) else {},
         )
 
     def as_dict(self) -> dict:

@@ -2,8 +2,9 @@
 
 Reads ``(event, data)`` messages from file descriptor R, answers on W, dispatching each to
 an ``on_<event>`` handler. Limits apply to the whole process: an address-space cap
-(RLIMIT_AS) and, around every kernel run, a SIGALRM timer whose default action kills the
-process, so a hung candidate ends here and the client reports a timeout.
+(RLIMIT_AS; lifted for a GPU backend, whose driver needs the space) and, around every
+kernel run, a SIGALRM timer whose default action kills the process, so a hung candidate
+ends here and the client reports a timeout.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class Worker:
         from .protocol import KernelSpec
 
         spec = KernelSpec.from_dict(data["spec"])
+        _fit_address_space(spec.backend)
         store = RecordingStore(data["recordings_root"])
         recordings = [store.read(spec.name, key) for key in data["keys"]]
         self.evaluator = Evaluator(spec, recordings, ReplaySettings.from_dict(data["settings"]))
@@ -66,11 +68,25 @@ class Worker:
                                     "traceback": traceback.format_exc()})
 
 
+def _fit_address_space(backend_name: str) -> None:
+    """Lift the address-space cap for a backend that cannot live under one (the CUDA
+    driver reserves virtual address ranges far beyond any useful cap)."""
+    from ..backends import get_backend
+
+    if getattr(get_backend(backend_name), "address_space_cap", True):
+        return
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+
+
 def main(argv: list[str]) -> None:
     read_fd, write_fd = int(argv[0]), int(argv[1])
     address_space = int(argv[2]) if len(argv) > 2 else 0
-    if address_space > 0:
-        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+    if address_space > 0:  # soft limit: a GPU backend lifts it (see on_load)
+        hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+        if hard != resource.RLIM_INFINITY:
+            address_space = min(address_space, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (address_space, hard))
     signal.signal(signal.SIGALRM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the client's to handle
     sys.path.insert(0, str(Path.cwd()))

@@ -1,0 +1,285 @@
+"""CUDA backend: .cu -> clang (device only) NVPTX IR -> llvmlite passes -> PTX -> pycuda.
+
+Compiling needs neither a GPU nor the CUDA toolkit: clang (from the ziglang wheel) compiles
+the device side with ``-nocudainc -nocudalib`` and the small header ``r3_cuda.h``, which
+supplies ``__global__``, ``threadIdx``, ``__syncthreads``, atomics and math on top of clang's
+NVVM builtins; llvmlite optimises the IR with the same :class:`~pytest_r3.Pipeline` as CPU
+kernels and emits PTX. Where NVIDIA's tools are installed, ``ptxas -v`` checks every PTX and
+reports registers and spills, and libdevice supplies accurate math (see ``cuda_tools``).
+Running needs a GPU and pycuda (``pip install "pytest-r3[cuda]"``), imported on first launch.
+
+The GPU architecture is ``$PYTEST_R3_CUDA_ARCH`` (``sm_90``...), else the GPU's own when
+pycuda can see one, else ``sm_80``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import toolchain
+from ..errors import CompileError, DeclarationError, ToolchainError
+from ..hookspecs import hookimpl
+from ..launch import LaunchConfig, LaunchLimits
+from ..pipeline import Pipeline
+from ..signature import Signature, read_signature
+from ..source import KernelSource
+from . import cuda_tools
+from .base import Backend, Launcher
+
+ARCH_ENV = "PYTEST_R3_CUDA_ARCH"
+DEFAULT_ARCH = "sm_80"
+TRIPLE = "nvptx64-nvidia-cuda"
+_KERNEL_DEFINE = re.compile(r'^define [^\n]*\bptx_kernel\b[^\n]*?@"?([\w.$]+)"?\(', re.MULTILINE)
+
+
+def ptx_version(arch: str) -> int:
+    """The PTX ISA version to emit for ``arch``: the oldest that has it, at least 7.8 (CUDA
+    11.8), so a driver from CUDA 11.8 on can load PTX for any architecture up to sm_90."""
+    number = int(re.sub(r"\D", "", arch) or 0)
+    if number >= 120:
+        return 87
+    if number >= 100:
+        return 86
+    return 78
+
+
+def check_arch(arch: str) -> str:
+    if not re.fullmatch(r"sm_\d{2,3}[af]?", arch):
+        raise ToolchainError(f"GPU architecture {arch!r} is not of the form sm_80, sm_90, "
+                             f"sm_90a...; check ${ARCH_ENV}")
+    return arch
+
+
+@dataclass
+class PTXBuild:
+    """A variant compiled to PTX: the text, its kernel symbol, and what ptxas reported."""
+
+    ptx: str
+    symbol: str
+    arch: str
+    optimised_ir: str
+    libdevice: bool = False
+    diagnostics: dict = field(default_factory=dict)
+
+
+class CUDABackend(Backend):
+    name = "cuda"
+    language = "cuda"
+    launch_limits = LaunchLimits()
+    address_space_cap = False  # the CUDA driver reserves more address space than any cap
+
+    def __init__(self, arch: str | None = None) -> None:
+        self._arch = check_arch(arch) if arch else None
+
+    # -- target ---------------------------------------------------------------------------
+    @property
+    def arch(self) -> str:
+        if self._arch is None:
+            override = os.environ.get(ARCH_ENV, "").strip()
+            self._arch = check_arch(override) if override else _device_arch() or DEFAULT_ARCH
+        return self._arch
+
+    def target_name(self) -> str:
+        """``cuda-sm_90-nvidia-h100-80gb-hbm3``: the architecture, and the GPU model when
+        one is usable (the same architecture comes with different memory systems)."""
+        arch = self.arch
+        device = _device_name()
+        slug = re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-") if device else ""
+        return f"cuda-{arch}" + (f"-{slug}" if slug else "")
+
+    def clang_flags(self, libdevice: bool) -> tuple[str, ...]:
+        return (
+            "--cuda-device-only", "-nocudainc", "-nocudalib", f"--cuda-gpu-arch={self.arch}",
+            f"--cuda-feature=+ptx{ptx_version(self.arch)}", "-Wno-unknown-cuda-version",
+            "-fdeclspec", "-I", str(cuda_tools.HEADER.parent),
+            "-include", str(cuda_tools.HEADER), *(["-DR3_LIBDEVICE=1"] if libdevice else []),
+        )
+
+    @functools.cached_property
+    def _machine(self):
+        import llvmlite.binding as llvm
+
+        _initialize_nvptx()
+        return llvm.Target.from_triple(TRIPLE).create_target_machine(
+            cpu=self.arch, features=f"+ptx{ptx_version(self.arch)}", opt=3)
+
+    def target_machine(self):
+        return self._machine
+
+    # -- compiling --------------------------------------------------------------------------
+    def compile(self, source: KernelSource, macros: Mapping[str, object],
+                debug_info: bool = False) -> str:
+        # clang keeps only line tables for optimised NVPTX code; ask cc1 for variables too
+        debug = ("-Xclang", "-debug-info-kind=constructor") if debug_info else ()
+        return toolchain.compile_to_ir(
+            source.text, filename=source.filename, macros=macros,
+            target_flags=self.clang_flags(cuda_tools.find_libdevice() is not None),
+            language=self.language, include_dirs=source.include_dirs,
+            extra_flags=debug, debug_info=debug_info)
+
+    def parse(self, ir: str, where: str):
+        import llvmlite.binding as llvm
+
+        _initialize_nvptx()
+        try:
+            module = llvm.parse_assembly(ir)
+            module.verify()
+        except RuntimeError as exc:
+            raise CompileError(f"{where}: LLVM rejected the IR: {exc}", str(exc)) from exc
+        return module
+
+    def inspect(self, source: KernelSource, entry: str, macros: Mapping[str, object],
+                kernel_name: str = "") -> Signature:
+        where = f"kernel {kernel_name or entry!r} ({source.filename})"
+        debug_ir = self.compile(source, macros, debug_info=True)
+        symbol = cuda_tools.match_symbol(_KERNEL_DEFINE.findall(debug_ir), entry, where)
+        module = self.parse(debug_ir, where)
+        Pipeline().run(module, self.target_machine())
+        signature = read_signature(debug_ir, symbol, module.get_function(symbol), where=where)
+        if signature.return_dtype is not None:
+            raise DeclarationError(f"{where}: a __global__ function returns void")
+        return Signature(entry, signature.params, None)
+
+    def compile_ptx(self, ir: str, entry: str, pipeline: Pipeline,
+                    kernel_name: str = "") -> PTXBuild:
+        """Optimise ``ir`` with ``pipeline`` and emit PTX for ``entry`` alone; where ptxas
+        is installed, assemble it and attach what ``ptxas -v`` reports."""
+        import llvmlite.binding as llvm
+
+        where = f"kernel {kernel_name or entry!r}"
+        prepared = pipeline.prepare_ir(ir)
+        symbol = cuda_tools.match_symbol(_KERNEL_DEFINE.findall(prepared), entry, where)
+        module = self.parse(prepared, where)
+        libdevice = any(f.is_declaration and f.name.startswith("__nv_")
+                        for f in module.functions)
+        if libdevice:
+            module.link_in(_libdevice_module(module.triple, module.data_layout))
+        for function in module.functions:  # only the entry stays visible: the rest may go
+            if not function.is_declaration and function.name != symbol \
+                    and function.linkage == llvm.Linkage.external:
+                function.linkage = llvm.Linkage.internal
+        machine = self.target_machine()
+        pipeline.run(module, machine)
+        cleanup = llvm.create_new_module_pass_manager()
+        cleanup.add_global_dead_code_eliminate_pass()
+        cleanup.run(module, llvm.create_pass_builder(
+            machine, llvm.create_pipeline_tuning_options(speed_level=0)))
+        optimised_ir = str(module)
+        try:
+            ptx = machine.emit_assembly(module)
+        except RuntimeError as exc:
+            raise CompileError(f"{where}: LLVM could not generate PTX: {exc}", str(exc)) from exc
+        build = PTXBuild(ptx, symbol, self.arch, optimised_ir, libdevice)
+        info = cuda_tools.ptxas_info(ptx, self.arch)
+        if info is None:
+            build.diagnostics = {"ptxas": "not installed: PTX not assembled ahead of loading"}
+        else:
+            build.diagnostics = {"ptxas": "ok", **info.get(symbol, {})}
+        return build
+
+    # -- running -----------------------------------------------------------------------------
+    def load(self, ir: str, entry: str, signature: Signature, pipeline: Pipeline,
+             kernel_name: str, launch: LaunchConfig | None = None,
+             tunables: Mapping[str, object] | None = None) -> Launcher:
+        build = self.compile_ptx(ir, entry, pipeline, kernel_name)
+        return self.load_ptx(build.ptx, build.symbol, signature, launch, tunables or {},
+                             kernel_name, build)
+
+    def load_ptx(self, ptx: str, symbol: str, signature: Signature,
+                 launch: LaunchConfig | None, tunables: Mapping[str, object],
+                 kernel_name: str, build: PTXBuild | None = None) -> Launcher:
+        """A launcher for PTX from anywhere (ours, or nvcc's for the vendor baseline)."""
+        from . import cuda_runtime
+
+        if launch is None:
+            raise DeclarationError(f"kernel {kernel_name!r}: a CUDA kernel needs launch= "
+                                   "(its grid and block); see docs/cuda.md")
+        return cuda_runtime.runtime().launcher(ptx, symbol, signature, launch, dict(tunables),
+                                               self.launch_limits, kernel_name, build)
+
+    def vendor_launcher(self, kernel, variant=None) -> Launcher:
+        """``kernel``'s variant (baseline by default) built by nvcc instead of clang/LLVM."""
+        variant = variant or kernel.baseline
+        ptx = cuda_tools.nvcc_ptx(kernel.source_for(variant), variant.macro_dict, self.arch)
+        symbol = cuda_tools.match_symbol(cuda_tools.ptx_entries(ptx), kernel.entry,
+                                         kernel.where)
+        return self.load_ptx(ptx, symbol, kernel.signature, kernel.launch,
+                             variant.macro_dict, kernel.name)
+
+    def launch(self, launcher: Launcher, args: Sequence[object]) -> object:
+        return launcher(*args)
+
+    def time(self, launcher: Launcher, args: Sequence[object], repeat: int) -> list[float]:
+        return launcher.time(args, repeat)  # type: ignore[attr-defined]
+
+    def to_host(self, value: object) -> object:
+        if isinstance(value, np.ndarray) or not _on_device(value):
+            return np.array(value, copy=True)
+        from . import cuda_runtime
+
+        return cuda_runtime.runtime().to_host(value)
+
+
+def _on_device(value: object) -> bool:
+    return hasattr(value, "__cuda_array_interface__") or hasattr(value, "gpudata")
+
+
+@functools.lru_cache(maxsize=1)
+def _initialize_nvptx() -> None:
+    import llvmlite.binding as llvm
+
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+
+
+def _device_arch() -> str | None:
+    """The GPU's architecture when pycuda is installed and sees one, else None."""
+    from . import cuda_runtime
+
+    try:
+        return cuda_runtime.runtime().arch
+    except Exception:  # no pycuda, no driver, no GPU: compile for the default
+        return None
+
+
+def _device_name() -> str | None:
+    from . import cuda_runtime
+
+    try:
+        return cuda_runtime.runtime().device_name
+    except Exception:
+        return None
+
+
+@functools.lru_cache(maxsize=4)
+def _libdevice_bitcode(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def _libdevice_module(triple: str, data_layout: str):
+    import llvmlite.binding as llvm
+
+    path = cuda_tools.find_libdevice()
+    if path is None:  # only reachable if the file vanished since compiling
+        raise ToolchainError("the kernel calls libdevice (__nv_*) functions but libdevice "
+                             f"is not installed; set {cuda_tools.LIBDEVICE_ENV}")
+    library = llvm.parse_bitcode(_libdevice_bitcode(str(path)))
+    library.triple, library.data_layout = triple, data_layout
+    return library
+
+
+@hookimpl
+def pytest_r3_backend_names() -> list[str]:
+    return ["cuda"]
+
+
+@hookimpl(tryfirst=True)
+def pytest_r3_make_backend(name: str):
+    return CUDABackend() if name == "cuda" else None
