@@ -12,11 +12,12 @@ mechanisms can be measured reproducibly:
   every other feedback with prose.
 - every answer takes ``--latency`` seconds, like a real model.
 
-Two configurations run on a copy of the example project (only matmul tuned): no repair and
-no retrieval, then both on. Printed: the share of first answers that became valid, with and
-without repair/retrieval, the speedup reached (against the inner loop alone), and the time
-per generation split into model wait and evaluation: when the two add up to more than the
-wall time, they overlapped.
+Configurations run on a copy of the example project (only matmul tuned): the inner loop
+alone, then the outer loop with neither repair nor retrieval, each alone, and both.
+Printed: the share of first answers that became valid, with and without repair and
+retrieval, the speedup reached (against the inner loop alone), and the time per generation
+split into model wait and evaluation: when the two add up to more than the wall time, they
+overlapped.
 
 Run from the repository root:  python benchmarks/bench_llm.py
 """
@@ -150,6 +151,8 @@ def main() -> None:
     rows = {}
     for label, repairs, examples in (("inner loop only", 0, 0),
                                      ("no repair, no retrieval", 0, 0),
+                                     ("repair only", 2, 0),
+                                     ("retrieval only", 0, 2),
                                      ("repair + retrieval", 2, 2)):
         with tempfile.TemporaryDirectory() as tmp:
             project = Path(tmp) / "example_project"
