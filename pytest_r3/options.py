@@ -91,6 +91,8 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
            "subset is kept", 64.0, float, metavar="MIB"),
     Option("r3_run_timeout", "wall-time limit in seconds for one kernel run during replay",
            10.0, float, metavar="SECONDS"),
+    Option("r3_compile_timeout", "wall-time limit in seconds for compiling one candidate "
+           "during replay", 60.0, float, metavar="SECONDS"),
     Option("r3_memory_limit", "address-space limit of a replay worker, in MiB", 8192.0, float,
            metavar="MIB"),
 ]}

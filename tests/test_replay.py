@@ -227,7 +227,7 @@ def test_infinite_loop_is_a_timeout(server):
         before_loop="volatile int spin = 1; while (spin) {}"), label="spins"))
     elapsed = time.perf_counter() - started
     assert result.status == "timeout"
-    assert "exceeded the limit of 0.5 s" in result.diagnostics[0]
+    assert "exceeded its limit of 0.5 s" in result.diagnostics[0]
     assert elapsed < 10
     assert_still_serving(server)
 

@@ -148,8 +148,9 @@ class ReplayServer:
         self._kill()
         if code is not None and code < 0 and -code == signal.SIGALRM:
             return Result(protocol.TIMEOUT, diagnostics=[
-                f"a kernel run exceeded the limit of {self.settings.run_timeout:g} s "
-                "(infinite loop?); the worker was stopped"])
+                f"a kernel run exceeded its limit of {self.settings.run_timeout:g} s (infinite "
+                f"loop?) or compiling exceeded {self.settings.compile_timeout:g} s (code "
+                "explosion from unrolling?); the worker was stopped"])
         if code is not None and code < 0:
             name = signal.Signals(-code).name
             hint = {"SIGSEGV": "invalid memory access (out of bounds, null pointer, stack "

@@ -34,6 +34,7 @@ class ReplaySettings:
     """Limits and verification strength; all plain data so they cross the process boundary."""
 
     run_timeout: float = 10.0          # seconds for one kernel run (SIGALRM in the worker)
+    compile_timeout: float = 60.0      # seconds for clang + LLVM on one candidate
     fresh_inputs: int = 1              # perturbed input sets per recording
     sanity_bound: float = 10.0         # speedups above this are re-verified and flagged
     timing_rounds: int = 15            # at most; fewer once the ratio is steady
@@ -100,6 +101,15 @@ class Evaluator:
 
     # -- building -------------------------------------------------------------------
     def _build(self, candidate: Candidate):
+        """Compile under a time limit: some pipelines (unroll x vector width x unroll-and-jam)
+        make LLVM run for minutes; the alarm ends the worker and the result is a timeout."""
+        signal.setitimer(signal.ITIMER_REAL, self.settings.compile_timeout)
+        try:
+            return self._build_unlimited(candidate)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+    def _build_unlimited(self, candidate: Candidate):
         macros = {**self.spec.default_macros, **candidate.macros}
         pipeline = Pipeline.from_mapping({**self.spec.pipeline, **candidate.pipeline})
         source = (self.source if candidate.source_text is None

@@ -87,6 +87,7 @@ def main(argv: list[str]) -> None:
         if hard != resource.RLIM_INFINITY:
             address_space = min(address_space, hard)
         resource.setrlimit(resource.RLIMIT_AS, (address_space, hard))
+    _die_with_parent()
     signal.signal(signal.SIGALRM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the client's to handle
     sys.path.insert(0, str(Path.cwd()))
@@ -94,6 +95,17 @@ def main(argv: list[str]) -> None:
             Connection(write_fd, readable=False) as writer:
         worker = Worker(_Duplex(reader, writer))
         worker.serve()
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to kill this worker if the process that started it dies (no orphans)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: the worker still exits when its pipe closes
 
 
 class _Duplex:
