@@ -88,8 +88,9 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def dims(value: object, what: str) -> Dims:
-    """An int or a tuple of 1-3 positive ints, padded to three; ValueError otherwise."""
+def dims(value: object, what: str, allow_zero: bool = False) -> Dims:
+    """An int or a tuple of 1-3 positive ints, padded to three; ValueError otherwise.
+    A grid may have a zero dimension: nothing to do (no launch)."""
     items = value if isinstance(value, (tuple, list)) else (value,)
     if not 1 <= len(items) <= 3:
         raise ValueError(f"{what} must have 1 to 3 dimensions, got {value!r}")
@@ -97,8 +98,9 @@ def dims(value: object, what: str) -> Dims:
     for item in items:
         if isinstance(item, bool) or not hasattr(item, "__index__"):
             raise ValueError(f"{what} must be an int or a tuple of ints, got {value!r}")
-        if int(item) < 1:
-            raise ValueError(f"{what} dimensions must be >= 1, got {value!r}")
+        if int(item) < (0 if allow_zero else 1):
+            raise ValueError(f"{what} dimensions must be >= {0 if allow_zero else 1}, got "
+                             f"{value!r}")
         result.append(int(item))
     return tuple(result + [1] * (3 - len(result)))  # type: ignore[return-value]
 
@@ -131,7 +133,7 @@ class LaunchConfig:
             for key, value in launch.items():
                 if not callable(value):
                     try:
-                        dims(value, key) if key != "shared" else _shared(value)
+                        dims(value, key, key == "grid") if key != "shared" else _shared(value)
                     except ValueError as exc:
                         raise DeclarationError(f"{where}: launch= {exc}") from None
             self.parts = dict(launch)
@@ -193,7 +195,7 @@ class LaunchConfig:
                 raw_grid, raw_block, raw_shared = (
                     self._part("grid", args, tunables), self._part("block", args, tunables),
                     self._part("shared", args, tunables))
-            grid = dims(raw_grid, "grid")
+            grid = dims(raw_grid, "grid", allow_zero=True)
             block = dims(raw_block, "block") if raw_block is not None \
                 else block_from_tunables(tunables)
             shared = _shared(raw_shared)

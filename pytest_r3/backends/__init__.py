@@ -32,8 +32,10 @@ def plugin_manager() -> pluggy.PluginManager:
 
 
 def available_backends() -> list[str]:
+    """Backend names: the built-in ones first, in BUILTIN_BACKENDS order, then plugins'."""
     names: list[str] = []
-    for result in plugin_manager().hook.pytest_r3_backend_names():
+    # pluggy answers from the last registered plugin to the first
+    for result in reversed(plugin_manager().hook.pytest_r3_backend_names()):
         names += [n for n in result if n not in names]
     return names
 

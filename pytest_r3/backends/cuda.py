@@ -42,6 +42,8 @@ def ptx_version(arch: str) -> int:
     """The PTX ISA version to emit for ``arch``: the oldest that has it, at least 7.8 (CUDA
     11.8), so a driver from CUDA 11.8 on can load PTX for any architecture up to sm_90."""
     number = int(re.sub(r"\D", "", arch) or 0)
+    if arch.endswith(("a", "f")) and number < 100:  # sm_90a: arch-specific features
+        return 80
     if number >= 120:
         return 87
     if number >= 100:

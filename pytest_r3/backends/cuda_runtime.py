@@ -64,8 +64,8 @@ def unavailable_reason() -> str | None:
     the one place tests decide to skip GPU runs."""
     try:
         runtime()
-    except MissingExtraError:
-        return f"pycuda is not installed (`{INSTALL_HINT}`)"
+    except MissingExtraError as exc:
+        return f"pycuda is not importable ({exc.__cause__}; `{INSTALL_HINT}`)"
     except BackendError as exc:
         return str(exc)
     return None
@@ -326,6 +326,8 @@ class CUDALauncher(Launcher):
         launch = None
         try:
             launch = self.configure(args)
+            if not launch.threads:  # an empty grid: nothing to do
+                return None
             self._launch(launch, bound.values)
             self.driver.Context.synchronize()
             bound.download()
@@ -343,6 +345,8 @@ class CUDALauncher(Launcher):
         launch = None
         try:
             launch = self.configure(args)
+            if not launch.threads:
+                return [0.0] * repeat
             events = [self.driver.Event() for _ in range(repeat + 1)]
             events[0].record()
             for index in range(repeat):

@@ -169,6 +169,10 @@ __R3_DEVICE unsigned int min(unsigned int a, unsigned int b) { return a < b ? a 
 __R3_DEVICE unsigned int max(unsigned int a, unsigned int b) { return a > b ? a : b; }
 __R3_DEVICE long long min(long long a, long long b) { return a < b ? a : b; }
 __R3_DEVICE long long max(long long a, long long b) { return a > b ? a : b; }
+__R3_DEVICE unsigned long long min(unsigned long long a, unsigned long long b) {
+  return a < b ? a : b; }
+__R3_DEVICE unsigned long long max(unsigned long long a, unsigned long long b) {
+  return a > b ? a : b; }
 __R3_DEVICE float min(float a, float b) { return __builtin_fminf(a, b); }
 __R3_DEVICE float max(float a, float b) { return __builtin_fmaxf(a, b); }
 __R3_DEVICE double min(double a, double b) { return __builtin_fmin(a, b); }

@@ -25,7 +25,9 @@ def _settled(base_times: list[float], cand_times: list[float]) -> bool:
 def interleaved_speedup(backend, baseline, candidate, cases, make_arguments, settings) -> dict:
     """Median times and the baseline/candidate ratio with its interquartile range.
 
-    Each round times every case for both variants (order alternating between rounds);
+    Each round times every case for both variants, the order alternating between rounds
+    and the two sets of buffers traded every other round (where arrays land in memory can
+    move a timing by 10% or more);
     a sample repeats the launch until it lasts about ``min_sample_seconds``. Rounds stop
     early, after ``min_timing_rounds``, once the ratio is steady (IQR under half the noise
     floor), and at ``timing_rounds`` otherwise.
@@ -41,6 +43,8 @@ def interleaved_speedup(backend, baseline, candidate, cases, make_arguments, set
     for round_index in range(settings.warmup_rounds + settings.timing_rounds):
         base_total = cand_total = 0.0
         for b_args, c_args, repeat in zip(base_args, cand_args, repeats, strict=True):
+            if round_index // 2 % 2:  # trade buffers every other round: placement cancels
+                b_args, c_args = c_args, b_args
             if round_index % 2:
                 cand_total += _sample(backend, candidate, c_args, repeat) / repeat
                 base_total += _sample(backend, baseline, b_args, repeat) / repeat

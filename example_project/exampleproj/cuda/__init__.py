@@ -1,0 +1,40 @@
+"""The package's GPU kernels, declared once. Declaring compiles nothing and needs neither
+pycuda nor a GPU; calling a kernel does (``pip install "pytest-r3[cuda]"``).
+
+Each tunable's first value is the baseline a hand-written launch would use.
+"""
+
+import pytest_r3 as r3
+from pytest_r3.launch import cdiv
+
+# one thread per ITEMS elements: the grid shrinks as each thread does more
+saxpy = r3.kernel(
+    "saxpy.cu",
+    entry="saxpy",
+    backend="cuda",
+    tune={"BLOCK": [256, 64, 128, 512, 1024], "ITEMS": [1, 2, 4, 8]},
+    launch=lambda args, t: {"grid": (cdiv(args["n"], t["BLOCK"] * t["ITEMS"]),)},
+)
+
+# a 2-D block from the BLOCK_X/BLOCK_Y tunables; the device's limit of 1024 threads per block
+# rules out combinations such as 256 x 8 before the tuner ever tries them
+stencil2d = r3.kernel(
+    "stencil2d.cu",
+    entry="stencil2d",
+    backend="cuda",
+    tune={"BLOCK_X": [32, 16, 64, 128, 256], "BLOCK_Y": [8, 1, 2, 4, 16, 32]},
+    launch={"grid": lambda args, t: (cdiv(args["cols"], t["BLOCK_X"]),
+                                     cdiv(args["rows"], t["BLOCK_Y"]))},
+)
+
+# a TILE x TILE block per output tile; TILE is also the shared-memory tile's size
+matmul_tiled = r3.kernel(
+    "matmul.cu",
+    entry="matmul_tiled",
+    backend="cuda",
+    tune={"TILE": [16, 8, 32]},
+    launch={"grid": lambda args, t: (cdiv(args["n"], t["TILE"]), cdiv(args["m"], t["TILE"])),
+            "block": lambda t: (t["TILE"], t["TILE"])},
+)
+
+__all__ = ["matmul_tiled", "saxpy", "stencil2d"]

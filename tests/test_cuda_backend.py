@@ -1,0 +1,701 @@
+"""The CUDA backend: .cu -> NVPTX IR -> PTX without a GPU, ptxas checks where installed,
+launch configurations, and launchers driven through a stand-in for pycuda's driver.
+
+Runs without a GPU. The tests that launch on a real GPU skip, saying why, unless pycuda and
+a GPU are usable; ptxas and nvcc checks skip unless those tools are installed.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import pytest_r3 as r3
+from pytest_r3 import Pipeline, sandbox
+from pytest_r3.backends import cuda_runtime, cuda_tools, get_backend
+from pytest_r3.backends.cuda import CUDABackend, ptx_version
+from pytest_r3.errors import KernelFault, MissingExtraError
+from pytest_r3.launch import LaunchConfig, LaunchLimits, cdiv
+
+REPO = Path(__file__).resolve().parent.parent
+CUDA_DIR = REPO / "example_project" / "exampleproj" / "cuda"
+NO_PTXAS = cuda_tools.find_tool("ptxas") is None
+NO_NVCC = cuda_tools.find_tool("nvcc") is None
+GPU_MISSING = cuda_runtime.unavailable_reason()
+needs_ptxas = pytest.mark.skipif(NO_PTXAS, reason="ptxas (CUDA toolkit) is not installed")
+needs_gpu = pytest.mark.skipif(GPU_MISSING is not None,
+                               reason=f"no usable GPU: {GPU_MISSING}")
+
+# (entry, source, tunables, expected parameters: name, dtype, written)
+EXAMPLES = {
+    "saxpy": ("saxpy.cu", {"BLOCK": 256, "ITEMS": 1},
+              [("n", "int32", False), ("a", "float32", False), ("x", "float32", False),
+               ("y", "float32", True)]),
+    "stencil2d": ("stencil2d.cu", {"BLOCK_X": 32, "BLOCK_Y": 8},
+                  [("rows", "int32", False), ("cols", "int32", False),
+                   ("in", "float32", False), ("out", "float32", True)]),
+    "matmul_tiled": ("matmul.cu", {"TILE": 16},
+                     [("m", "int32", False), ("n", "int32", False), ("k", "int32", False),
+                      ("a", "float32", False), ("b", "float32", False),
+                      ("c", "float32", True)]),
+}
+PIPELINES = {
+    "default": Pipeline(),
+    "level0": Pipeline(level=0),
+    "loop-hints": Pipeline(unroll_count=4, vector_width=2, interleave_count=2),
+    "no-vector-no-unroll": Pipeline(loop_vectorize=False, slp_vectorize=False,
+                                    loop_unroll=False),
+}
+
+
+def source_of(entry: str):
+    return r3.kernel(CUDA_DIR / EXAMPLES[entry][0], entry=entry, backend="cuda",
+                     name=f"test_{entry}", launch={"grid": 1, "block": 1}).source
+
+
+@pytest.fixture(scope="module", params=["sm_80", "sm_90"])
+def backend(request):
+    return CUDABackend(request.param)
+
+
+# -- compiling ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("entry", EXAMPLES)
+def test_examples_compile_to_ptx_under_several_pipelines(backend, entry):
+    source = source_of(entry)
+    ir = backend.compile(source, EXAMPLES[entry][1])
+    assert 'target triple = "nvptx64-nvidia-cuda"' in ir
+    for label, pipeline in PIPELINES.items():
+        build = backend.compile_ptx(ir, entry, pipeline, entry)
+        assert f".target {backend.arch}" in build.ptx, label
+        assert f".entry {build.symbol}(" in build.ptx, label
+        assert cuda_tools.ptx_entries(build.ptx) == [build.symbol], label
+        assert "call" not in build.ptx or "__nv_" not in build.ptx, label
+
+
+@pytest.mark.parametrize("entry", EXAMPLES)
+def test_signature_is_read_from_the_ir(entry):
+    signature = CUDABackend("sm_90").inspect(source_of(entry), entry, EXAMPLES[entry][1])
+    assert signature.entry == entry and signature.return_dtype is None
+    assert [(p.name, p.dtype, p.written) for p in signature.params] == EXAMPLES[entry][2]
+
+
+def test_architectures_and_ptx_versions():
+    assert [ptx_version(a) for a in ("sm_75", "sm_80", "sm_90", "sm_90a", "sm_100", "sm_120")] \
+        == [78, 78, 78, 80, 86, 87]
+    with pytest.raises(r3.ToolchainError, match="not of the form sm_80"):
+        CUDABackend("compute_90")
+    assert CUDABackend("sm_86").target_name().startswith("cuda-sm_86")
+
+
+def test_mangled_kernels_are_found_by_name_and_overloads_refused():
+    backend = CUDABackend("sm_80")
+    source = source_of("saxpy")
+    ir = backend.compile(source, {})
+    assert backend.compile_ptx(ir, "saxpy", Pipeline()).symbol == "_Z5saxpyifPKfPf"
+    overloaded = source.with_text("__global__ void f(float *p) { p[0] = 1; }\n"
+                                  "__global__ void f(int *p) { p[0] = 1; }\n")
+    with pytest.raises(r3.EntryNotFoundError, match=r"matches several kernels.*extern \"C\""):
+        backend.inspect(overloaded, "f", {})
+    with pytest.raises(r3.EntryNotFoundError, match=r"no __global__ function 'g'.*f, f"):
+        backend.inspect(overloaded, "g", {})
+
+
+def test_compile_errors_quote_the_file_and_line():
+    source = source_of("saxpy").with_text("__global__ void k(float *p) {\n  p[0] = q;\n}\n")
+    with pytest.raises(r3.CompileError, match=r"saxpy\.cu:2:\d+: error: use of undeclared"):
+        CUDABackend("sm_80").compile(source, {})
+
+
+def test_header_math_and_atomics_compile():
+    text = """
+    extern "C" __global__ void k(float *f, int *i, double *d, unsigned int *u) {
+      int t = blockIdx.x * blockDim.x + threadIdx.x;
+      f[t] = sqrtf(f[t]) + fmaf(f[t], 2.0f, 1.0f) + fabsf(f[t]) + fminf(f[t], 1.0f)
+           + expf(f[t]) + logf(f[t] + 2.0f) + __shfl_down_sync(0xffffffffu, f[t], 1);
+      d[t] = sqrt(d[t]) + fma(d[t], 2.0, 1.0) + floor(d[t]);
+      atomicAdd(f, 1.0f); atomicAdd(i, 1); atomicMax(i, t); atomicCAS(i, 0, t);
+      atomicAdd(d, 1.0); atomicOr(u, 1u); atomicExch(f + 1, 2.0f);
+      __syncthreads(); __syncwarp(); __threadfence();
+      i[t + 1] = min(t, 3) + gridDim.x + warpSize + __popc(u[0]);
+    }
+    """
+    backend = CUDABackend("sm_90")
+    source = source_of("saxpy").with_text(text)
+    ir = backend.compile(source, {})
+    assert sandbox.check_module(backend.parse(ir, "k")) == []
+    build = backend.compile_ptx(ir, "k", Pipeline())
+    assert "atom.global.add.f32" in build.ptx or "red.global.add.f32" in build.ptx
+    assert "bar.sync" in build.ptx or "barrier.sync" in build.ptx
+
+
+def test_libdevice_is_linked_when_installed(monkeypatch):
+    if cuda_tools.find_libdevice() is None:
+        pytest.skip("CUDA's libdevice is not installed")
+    backend = CUDABackend("sm_90")
+    source = source_of("saxpy").with_text(
+        'extern "C" __global__ void k(float *x, double *y) {\n'
+        "  x[threadIdx.x] = expf(x[threadIdx.x]); y[0] = exp(y[0]); }\n")
+    ir = backend.compile(source, {})
+    assert "declare" in ir and "@__nv_expf" in ir
+    for pipeline in (Pipeline(), Pipeline(level=0)):
+        build = backend.compile_ptx(ir, "k", pipeline)
+        assert build.libdevice and "__nv_" not in build.ptx.replace("// ", "")
+        assert ".extern .func" not in build.ptx
+
+
+def test_without_libdevice_fast_math_is_used_and_double_exp_refused(monkeypatch):
+    monkeypatch.setenv(cuda_tools.LIBDEVICE_ENV, "0")
+    cuda_tools.find_libdevice.cache_clear()
+    try:
+        backend = CUDABackend("sm_80")
+        source = source_of("saxpy").with_text(
+            'extern "C" __global__ void k(float *x) { x[0] = expf(x[0]); }\n')
+        build = backend.compile_ptx(backend.compile(source, {}), "k", Pipeline())
+        assert "ex2.approx" in build.ptx and not build.libdevice
+        double = source.with_text('extern "C" __global__ void k(double *x) { x[0] = exp(x[0]); }')
+        with pytest.raises(r3.CompileError, match="needs CUDA's libdevice"):
+            backend.compile(double, {})
+    finally:
+        cuda_tools.find_libdevice.cache_clear()
+
+
+def test_sandbox_refuses_external_calls_but_not_shared_memory_or_libdevice():
+    backend = CUDABackend("sm_80")
+    source = source_of("saxpy").with_text(
+        'extern "C" __device__ int system(const char *);\n'
+        'extern "C" __device__ float __nv_expf(float);\n'
+        "extern __shared__ float dynamic[];\n"
+        'extern "C" __global__ void k(float *x) {\n'
+        '  dynamic[threadIdx.x] = __nv_expf(x[0]); x[1] = system("true") + dynamic[0]; }\n')
+    violations = sandbox.check_module(backend.parse(backend.compile(source, {}), "k"))
+    assert [v.symbol for v in violations] == ["system"]
+
+
+# -- ptxas and nvcc -------------------------------------------------------------------------
+def test_ptxas_output_is_parsed():
+    text = ("ptxas info    : 0 bytes gmem\n"
+            "ptxas info    : Compiling entry function 'mm' for 'sm_90'\n"
+            "ptxas info    : Function properties for mm\n"
+            "    8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads\n"
+            "ptxas info    : Used 40 registers, used 1 barriers, 8192 bytes smem, "
+            "400 bytes cmem[0]\n")
+    assert cuda_tools.parse_ptxas_info(text) == {"mm": {
+        "stack_bytes": 8, "spill_store_bytes": 4, "spill_load_bytes": 12, "registers": 40,
+        "barriers": 1, "shared_bytes": 8192, "constant_bytes": 400}}
+
+
+@needs_ptxas
+@pytest.mark.parametrize("entry", EXAMPLES)
+def test_ptxas_reports_registers_and_shared_memory(backend, entry):
+    ir = backend.compile(source_of(entry), EXAMPLES[entry][1])
+    info = backend.compile_ptx(ir, entry, Pipeline()).diagnostics
+    assert info["ptxas"] == "ok"
+    assert 0 < info["registers"] <= 255 and info["spill_store_bytes"] == 0
+    assert info.get("shared_bytes", 0) == (2 * 16 * 16 * 4 if entry == "matmul_tiled" else 0)
+
+
+@needs_ptxas
+def test_shared_memory_follows_the_tile_macro():
+    backend = CUDABackend("sm_90")
+    ir = backend.compile(source_of("matmul_tiled"), {"TILE": 32})
+    assert backend.compile_ptx(ir, "matmul_tiled", Pipeline()).diagnostics["shared_bytes"] \
+        == 2 * 32 * 32 * 4
+
+
+@needs_ptxas
+def test_ptxas_rejecting_ptx_is_a_compile_error():
+    with pytest.raises(r3.CompileError, match="ptxas rejected the PTX for sm_90"):
+        cuda_tools.ptxas_info(".version 7.8\n.target sm_90\n.address_size 64\nnonsense;\n",
+                              "sm_90")
+
+
+@pytest.mark.skipif(NO_NVCC, reason="nvcc (CUDA toolkit) is not installed")
+@pytest.mark.parametrize("entry", EXAMPLES)
+def test_the_same_sources_build_with_nvcc(entry):
+    source = source_of(entry)
+    ptx = cuda_tools.nvcc_ptx(source, EXAMPLES[entry][1], "sm_90")
+    symbols = cuda_tools.ptx_entries(ptx)
+    assert cuda_tools.match_symbol(symbols, entry, entry) in symbols
+
+
+# -- declaring and launch configurations ------------------------------------------------------
+def test_launch_is_required_for_cuda_and_refused_for_cpu():
+    with pytest.raises(r3.DeclarationError, match="cuda kernels need launch="):
+        r3.kernel(CUDA_DIR / "saxpy.cu", entry="saxpy", backend="cuda", name="no_launch")
+    with pytest.raises(r3.DeclarationError, match="takes no launch="):
+        r3.kernel("int f(int n) { return n; }\n", entry="f", name="cpu_launch",
+                  launch={"grid": 1})
+
+
+@pytest.mark.parametrize("launch, message", [
+    (42, "launch= must be a callable"),
+    ({"grid": 1, "blocks": 2}, "unknown key.*'blocks'"),
+    ({"block": 32}, "needs a 'grid' entry"),
+    ({"grid": (1, 2, 3, 4), "block": 1}, "1 to 3 dimensions"),
+    ({"grid": 1}, "gives no 'block' and no tunable is named BLOCK_X"),
+])
+def test_bad_launch_declarations_are_refused(launch, message):
+    with pytest.raises(r3.DeclarationError, match=message):
+        r3.kernel(CUDA_DIR / "saxpy.cu", entry="saxpy", backend="cuda", name="bad_launch",
+                  tune={"ITEMS": [1, 2]}, launch=launch)
+
+
+def test_blocks_beyond_the_device_limits_are_excluded_from_the_space():
+    stencil = r3.kernel(CUDA_DIR / "stencil2d.cu", entry="stencil2d", backend="cuda",
+                        name="limits", tune={"BLOCK_X": [32, 64, 1024], "BLOCK_Y": [1, 32, 128]},
+                        launch={"grid": lambda args, t: (1,)})
+    valid = list(stencil.space.iter_valid())
+    assert {(v["BLOCK_X"], v["BLOCK_Y"]) for v in valid} == {(32, 1), (32, 32), (64, 1), (1024, 1)}
+    with pytest.raises(r3.DeclarationError, match="violate constraint 'device limits: at most "
+                       "1024 threads per block"):
+        r3.kernel(CUDA_DIR / "saxpy.cu", entry="saxpy", backend="cuda", name="too_big",
+                  tune={"BLOCK": [2048, 256]}, launch=lambda args, t: {"grid": 1})
+    with pytest.raises(r3.DeclarationError, match=r"\{.TILE.: 64\} violate constraint .device"):
+        r3.kernel(CUDA_DIR / "matmul.cu", entry="matmul_tiled", backend="cuda", name="tile",
+                  tune={"TILE": [16, 64]}, launch={"grid": 1, "block": lambda t: (t["TILE"],) * 2}
+                  ).variant(TILE=64)
+
+
+def test_launch_resolution_errors_name_the_problem():
+    limits = LaunchLimits()
+    config = LaunchConfig(lambda args, t: {"grid": cdiv(args["n"], t["BLOCK"]),
+                                           "block": t["BLOCK"] * 8}, "k")
+    assert config.resolve({"n": 1000}, {"BLOCK": 128}, limits, "k").grid == (8, 1, 1)
+    with pytest.raises(r3.LaunchError, match=r"block \(2048, 1, 1\) \(2048 threads\) exceeds"):
+        config.resolve({"n": 1000}, {"BLOCK": 256}, limits, "k")
+    with pytest.raises(r3.LaunchError, match="KeyError: 'n'"):
+        config.resolve({"m": 1}, {"BLOCK": 1}, limits, "k")
+    wrong = LaunchConfig(lambda args, t: (1, 1), "k")
+    with pytest.raises(r3.LaunchError, match="must return a mapping"):
+        wrong.resolve({}, {}, limits, "k")
+    keys = LaunchConfig(lambda args, t: {"grid": 1, "threads": 1}, "k")
+    with pytest.raises(r3.LaunchError, match="returned keys"):
+        keys.resolve({}, {}, limits, "k")
+    huge = LaunchConfig({"grid": lambda args, t: (1, 70000), "block": 32}, "k")
+    with pytest.raises(r3.LaunchError, match="grid .* exceeds"):
+        huge.resolve({}, {}, limits, "k")
+    no_block = LaunchConfig(lambda args, t: {"grid": 1}, "k")
+    with pytest.raises(r3.LaunchError, match="no block size"):
+        no_block.resolve({}, {}, limits, "k")
+
+
+SCALE = 3
+
+
+def _helper(n, block):
+    return cdiv(n, block) * SCALE // 3
+
+
+def test_launch_callables_travel_to_the_worker_as_data():
+    offset = 1
+    config = LaunchConfig(lambda args, t: {"grid": (_helper(args["n"], t["B"]) + offset - 1,
+                                                    int(np.ceil(2.5))),
+                                           "block": (t["B"],), "shared": 64}, "k")
+    data = json.loads(json.dumps(config.portable()))
+    again = LaunchConfig.from_portable(data)
+    launch = again.resolve({"n": 1000}, {"B": 128}, LaunchLimits(), "k")
+    assert (launch.grid, launch.block, launch.shared) == ((8, 3, 1), (128, 1, 1), 64)
+    thing = object()
+    with pytest.raises(r3.DeclarationError, match="refers to 'thing' .*cannot be sent"):
+        r3.kernel(CUDA_DIR / "saxpy.cu", entry="saxpy", backend="cuda", name="closure",
+                  tune={"BLOCK": [64]}, launch=lambda args, t: {"grid": thing})
+
+
+def test_declaring_cuda_kernels_imports_neither_pycuda_nor_llvmlite():
+    code = (
+        "import sys\n"
+        "seen = set()\n"
+        "class Watch:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        seen.add(name.split('.')[0])\n"
+        "sys.meta_path.insert(0, Watch())\n"
+        f"sys.path.insert(0, {str(REPO / 'example_project')!r})\n"
+        "import exampleproj.cuda\n"
+        "print(sorted(seen & {'pycuda', 'llvmlite'}))\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.skipif(GPU_MISSING is None or "pycuda" not in GPU_MISSING,
+                    reason="pycuda is installed")
+def test_running_without_pycuda_names_the_extra():
+    kernel = r3.kernel(CUDA_DIR / "saxpy.cu", entry="saxpy", backend="cuda", name="nopycuda",
+                       tune={"BLOCK": [64]}, launch=lambda args, t: {"grid": 1})
+    x = np.ones(4, np.float32)
+    with pytest.raises(MissingExtraError, match=r'pip install "pytest-r3\[cuda\]"'):
+        kernel(4, 1.0, x, x.copy())
+    assert isinstance(MissingExtraError("x"), ImportError)
+
+
+# -- launchers, through a stand-in for pycuda's driver -----------------------------------------
+class FakeDriver:
+    """Enough of ``pycuda.driver`` to drive launchers without a GPU: device memory is a set
+    of bytearrays, and a kernel is a Python function over that memory."""
+
+    class Error(Exception):
+        pass
+
+    function_attribute = SimpleNamespace(MAX_THREADS_PER_BLOCK="max_threads",
+                                         NUM_REGS="registers",
+                                         MAX_DYNAMIC_SHARED_SIZE_BYTES="dynamic_shared")
+
+    def __init__(self, kernels, max_threads=1024):
+        self.kernels = kernels
+        self.max_threads = max_threads
+        self.memory: dict[int, bytearray] = {}
+        self.next_address = 0x10000
+        self.launches: list[tuple] = []
+        self.copies = 0
+        context = SimpleNamespace(push=lambda: None)
+        self.Context = SimpleNamespace(get_current=lambda: context, synchronize=lambda: None)
+        driver = self
+
+        class Event:
+            def record(self, stream=None):
+                driver.now = getattr(driver, "now", 0.0) + 0.5
+
+            def synchronize(self):
+                pass
+
+            def time_since(self, other):
+                return 0.5
+
+        self.Event = Event
+
+    def mem_alloc(self, nbytes):
+        address = self.next_address
+        self.memory[address] = bytearray(nbytes)
+        self.next_address += nbytes + 4096
+        driver = self
+
+        class Allocation(int):
+            def free(self):
+                driver.memory.pop(int(self))
+
+        return Allocation(address)
+
+    def array(self, address, dtype, count):
+        base = max(a for a in self.memory if a <= address)
+        offset = address - base
+        size = np.dtype(dtype).itemsize * count
+        if offset + size > len(self.memory[base]):
+            raise self.Error("an illegal memory access was encountered")
+        return np.frombuffer(memoryview(self.memory[base])[offset:offset + size], dtype)
+
+    def memcpy_htod(self, device, host):
+        self.copies += 1
+        self.array(int(device), np.uint8, host.nbytes)[:] = host.reshape(-1).view(np.uint8)
+
+    def memcpy_dtoh(self, host, device):
+        self.copies += 1
+        host.reshape(-1).view(np.uint8)[:] = self.array(int(device), np.uint8, host.nbytes)
+
+    def module_from_buffer(self, data):
+        assert data.endswith(b"\0") and b".entry" in data
+        return SimpleNamespace(get_function=lambda name: FakeFunction(self, name))
+
+
+class FakeFunction:
+    def __init__(self, driver, name):
+        self.driver, self.name = driver, name
+
+    def prepare(self, format):
+        self.format = format
+
+    def get_attribute(self, attribute):
+        return {"max_threads": self.driver.max_threads, "registers": 12}[attribute]
+
+    def prepared_call(self, grid, block, *values, shared_size=0):
+        struct.pack(self.format, *values)  # the values fit the declared parameter types
+        self.driver.launches.append((self.name, grid, block, shared_size))
+        self.driver.kernels[self.name](self.driver, grid, block, *values)
+
+
+def fake_saxpy(driver, grid, block, n, a, x, y):
+    xs, ys = driver.array(x, np.float32, n), driver.array(y, np.float32, n)
+    ys[:] = np.float32(a) * xs + ys
+
+
+def fake_matmul(driver, grid, block, m, n, k, a, b, c):
+    result = driver.array(a, np.float32, m * k).reshape(m, k) \
+        @ driver.array(b, np.float32, k * n).reshape(k, n)
+    driver.array(c, np.float32, m * n)[:] = result.reshape(-1)
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """CUDA kernels run on FakeDriver: compiled for real, 'executed' by numpy."""
+    kernels = {"_Z5saxpyifPKfPf": fake_saxpy, "matmul_tiled": fake_matmul}
+    driver = FakeDriver(kernels)
+    device = SimpleNamespace(compute_capability=lambda: (8, 0), name=lambda: "Fake GPU")
+    runtime = cuda_runtime.Runtime(driver, device, driver.Context.get_current())
+    monkeypatch.setattr(cuda_runtime, "runtime", lambda: runtime)
+    monkeypatch.setattr(get_backend("cuda"), "_arch", "sm_80")
+    return driver
+
+
+def declare(entry, **options):
+    options.setdefault("tune", {"BLOCK": [256, 128], "ITEMS": [1, 4]} if entry == "saxpy"
+                       else {"TILE": [16, 32]})
+    options.setdefault("launch", (lambda args, t: {"grid": cdiv(args["n"],
+                                                                t["BLOCK"] * t["ITEMS"])})
+                       if entry == "saxpy" else
+                       {"grid": lambda args, t: (cdiv(args["n"], t["TILE"]),
+                                                 cdiv(args["m"], t["TILE"])),
+                        "block": lambda t: (t["TILE"], t["TILE"])})
+    options.setdefault("name", f"fake_{entry}")
+    return r3.kernel(CUDA_DIR / EXAMPLES[entry][0], entry=entry, backend="cuda", **options)
+
+
+def test_numpy_arguments_are_copied_in_and_written_ones_back(fake_gpu):
+    saxpy = declare("saxpy")
+    x, y = np.arange(1000, dtype=np.float32), np.ones(1000, np.float32)
+    x_before = x.copy()
+    assert saxpy(1000, 2.0, x, y) is None
+    np.testing.assert_array_equal(y, 2 * x_before + 1)
+    np.testing.assert_array_equal(x, x_before)
+    assert fake_gpu.launches[-1] == ("_Z5saxpyifPKfPf", (4, 1, 1), (256, 1, 1), 0)
+    assert fake_gpu.copies == 3 and fake_gpu.memory == {}  # x in, y in and out; all freed
+    launcher = saxpy.configure(BLOCK=128, ITEMS=4)
+    launcher(1000, 1.0, x, y)
+    assert fake_gpu.launches[-1][1:3] == ((2, 1, 1), (128, 1, 1))
+    assert launcher.format == "ifPP" and launcher.diagnostics["registers"] > 0
+    launches = len(fake_gpu.launches)
+    saxpy(0, 2.0, x[:0], y[:0])  # an empty grid launches nothing
+    assert len(fake_gpu.launches) == launches and fake_gpu.memory == {}
+
+
+def test_two_dimensional_launches_and_tunable_blocks(fake_gpu):
+    matmul = declare("matmul_tiled")
+    a = np.random.default_rng(0).standard_normal((40, 30), dtype=np.float32)
+    b = np.random.default_rng(1).standard_normal((30, 50), dtype=np.float32)
+    c = np.zeros((40, 50), np.float32)
+    matmul.configure(TILE=32)(40, 50, 30, a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5)
+    assert fake_gpu.launches[-1][1:3] == ((2, 2, 1), (32, 32, 1))
+
+
+def test_device_arrays_are_passed_through_without_copies(fake_gpu):
+    saxpy = declare("saxpy")
+    x, y = fake_gpu.mem_alloc(400), fake_gpu.mem_alloc(400)
+    fake_gpu.array(x, np.float32, 100)[:] = 3
+    fake_gpu.array(y, np.float32, 100)[:] = 1
+
+    class DeviceArray:
+        def __init__(self, address, readonly=False):
+            self.__cuda_array_interface__ = {"shape": (100,), "typestr": "<f4",
+                                             "data": (int(address), readonly), "version": 3}
+
+    saxpy(100, 2.0, DeviceArray(x), DeviceArray(y))
+    assert fake_gpu.copies == 0
+    np.testing.assert_array_equal(fake_gpu.array(y, np.float32, 100), 7)
+    host = get_backend("cuda").to_host(DeviceArray(y))
+    assert host.dtype == np.float32 and host.shape == (100,) and (host == 7).all()
+    with pytest.raises(r3.LaunchError, match=r"argument 4 \(float \*y\).*read-only"):
+        saxpy(100, 2.0, DeviceArray(x), DeviceArray(y, readonly=True))
+    doubles = DeviceArray(y)
+    doubles.__cuda_array_interface__["typestr"] = "<f8"
+    with pytest.raises(r3.LaunchError, match="expected dtype float32, got a device array of "
+                       "float64"):
+        saxpy(100, 2.0, DeviceArray(x), doubles)
+
+
+def test_bad_arguments_and_launches_are_clear_errors(fake_gpu):
+    saxpy = declare("saxpy")
+    x = np.ones(10, np.float32)
+    with pytest.raises(r3.LaunchError, match="takes 4 argument"):
+        saxpy(10, 1.0, x)
+    with pytest.raises(r3.LaunchError, match="expected dtype float32, got float64"):
+        saxpy(10, 1.0, x, np.ones(10))
+    with pytest.raises(r3.LaunchError, match="expected a numpy array of float32, got list"):
+        saxpy(10, 1.0, x, [1.0])
+    fake_gpu.max_threads = 128  # as if the kernel used too many registers for 256 threads
+    with pytest.raises(r3.LaunchError, match=r"256 threads but this build allows at most 128"):
+        declare("saxpy", name="fake_saxpy_regs")(10, 1.0, x, x.copy())
+    assert fake_gpu.memory == {}
+
+
+def test_faults_and_refusals_from_the_driver_are_translated(fake_gpu):
+    saxpy = declare("saxpy")
+    x = np.ones(10, np.float32)
+
+    def raising(message):
+        def run(*args):
+            raise fake_gpu.Error(message)
+        return run
+
+    fake_gpu.kernels["_Z5saxpyifPKfPf"] = raising("cuCtxSynchronize failed: an illegal memory "
+                                                  "access was encountered")
+    with pytest.raises(KernelFault, match=r"grid \(1, 1, 1\), block \(256, 1, 1\)\) faulted "
+                       "on the GPU.*out-of-bounds"):
+        saxpy(10, 1.0, x, x.copy())
+    fake_gpu.kernels["_Z5saxpyifPKfPf"] = raising("cuLaunchKernel failed: too many resources "
+                                                  "requested for launch")
+    with pytest.raises(r3.LaunchError, match=r"registers per thread: \d+"):
+        saxpy(10, 1.0, x, x.copy())
+    assert fake_gpu.memory == {}
+
+
+def test_guard_regions_travel_with_the_buffer(fake_gpu):
+    """A write past the end on the device lands in the replay's guard bytes on the host."""
+    from pytest_r3.verify import GuardedBuffer
+
+    def overrun(driver, grid, block, n, a, x, y):
+        driver.array(y, np.float32, n + 1)[n] = 1.0
+
+    fake_gpu.kernels["_Z5saxpyifPKfPf"] = overrun
+    saxpy = declare("saxpy")
+    x, y = GuardedBuffer(np.ones(10, np.float32)), GuardedBuffer(np.ones(10, np.float32))
+    saxpy(10, 1.0, x.array, y.array)
+    assert y.guards_intact() == "wrote up to 4 byte(s) past the end of the buffer"
+    with pytest.raises(KernelFault):  # a plain array has no slack to write into
+        saxpy(10, 1.0, np.ones(10, np.float32), np.ones(10, np.float32))
+
+
+def test_timing_uses_events(fake_gpu):
+    launcher = declare("saxpy").build()
+    x = np.ones(64, np.float32)
+    assert launcher.time([64, 1.0, x, x.copy()], 5) == [5e-4] * 5
+    assert get_backend("cuda").time(launcher, [64, 1.0, x, x.copy()], 2) == [5e-4] * 2
+
+
+def test_replay_evaluates_cuda_candidates(fake_gpu):
+    """The replay worker's evaluator, in process: the spec (launch= included) crosses as
+    JSON, candidates with other tunables build, verify and time."""
+    from pytest_r3.record import capture
+    from pytest_r3.replay.evaluate import Evaluator, ReplaySettings
+    from pytest_r3.replay.protocol import Candidate, KernelSpec
+
+    saxpy = declare("saxpy")
+    x = np.linspace(0, 1, 3000, dtype=np.float32)
+    y = np.ones(3000, np.float32)
+    args = (3000, 2.0, x, y)
+    _, recording = capture(saxpy, args, lambda: saxpy(*args), "test_saxpy")
+    spec = KernelSpec.from_dict(json.loads(json.dumps(KernelSpec.from_kernel(saxpy).as_dict())))
+    assert spec.launch
+    settings = ReplaySettings(timing_rounds=3, min_timing_rounds=2, warmup_rounds=1,
+                              timing_recordings=1)
+    evaluator = Evaluator(spec, [recording], settings)
+    result = evaluator.evaluate(Candidate(macros={"BLOCK": 128, "ITEMS": 4},
+                                          pipeline={"unroll_count": 1}))
+    assert result.ok, result.summary()
+    assert ("_Z5saxpyifPKfPf", (6, 1, 1), (128, 1, 1), 0) in fake_gpu.launches
+    fake_gpu.kernels["_Z5saxpyifPKfPf"] = lambda driver, grid, block, n, a, x, y: None
+    lazy = evaluator.evaluate(Candidate(macros={"BLOCK": 256, "ITEMS": 4}))
+    assert lazy.status == "wrong_output"
+
+
+# -- on a real GPU -----------------------------------------------------------------------------
+def real(entry, **options):
+    """An example kernel declared afresh (its launchers are not shared with other tests)."""
+    return declare(entry, name=f"gpu_{entry}_{len(r3.registry())}", **options)
+
+
+@needs_gpu
+def test_examples_match_numpy_on_the_gpu_for_every_tunable_choice():
+    rng = np.random.default_rng(0)
+    saxpy = real("saxpy", tune={"BLOCK": [256, 64, 1024], "ITEMS": [1, 3, 8]})
+    for values in saxpy.space.iter_valid():
+        for n in (1, 999, 100_003):
+            x = rng.standard_normal(n, dtype=np.float32)
+            y = rng.standard_normal(n, dtype=np.float32)
+            expected = np.float32(1.5) * x + y
+            saxpy.configure(**values)(n, 1.5, x, y)
+            np.testing.assert_allclose(y, expected, rtol=1e-6, atol=1e-6, err_msg=str(values))
+    matmul = real("matmul_tiled", tune={"TILE": [16, 8, 32]})
+    for values in matmul.space.iter_valid():
+        for m, n, k in ((1, 1, 1), (33, 65, 17), (128, 96, 200)):
+            a = rng.standard_normal((m, k), dtype=np.float32)
+            b = rng.standard_normal((k, n), dtype=np.float32)
+            c = np.full((m, n), np.nan, np.float32)
+            matmul.configure(**values)(m, n, k, a, b, c)
+            np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+    stencil = r3.kernel(CUDA_DIR / "stencil2d.cu", entry="stencil2d", backend="cuda",
+                        name="gpu_stencil2d", tune={"BLOCK_X": [32, 16, 128], "BLOCK_Y": [8, 1]},
+                        launch={"grid": lambda args, t: (cdiv(args["cols"], t["BLOCK_X"]),
+                                                         cdiv(args["rows"], t["BLOCK_Y"]))})
+    grid = rng.random((70, 300), dtype=np.float32)
+    expected = grid.copy()
+    expected[1:-1, 1:-1] = 0.25 * (grid[:-2, 1:-1] + grid[2:, 1:-1] + grid[1:-1, :-2]
+                                   + grid[1:-1, 2:])
+    for values in stencil.space.iter_valid():
+        out = np.full_like(grid, np.nan)
+        stencil.configure(**values)(70, 300, grid, out)
+        np.testing.assert_allclose(out, expected, rtol=1e-6, err_msg=str(values))
+
+
+@needs_gpu
+def test_gpuarrays_pass_through_and_timing_is_positive():
+    import pycuda.gpuarray as gpuarray
+
+    saxpy = real("saxpy")
+    x = gpuarray.to_gpu(np.arange(4096, dtype=np.float32))
+    y = gpuarray.to_gpu(np.ones(4096, np.float32))
+    saxpy(4096, 2.0, x, y)
+    np.testing.assert_array_equal(y.get(), 2 * np.arange(4096, dtype=np.float32) + 1)
+    times = get_backend("cuda").time(saxpy.build(), [4096, 2.0, x, y], 3)
+    assert len(times) == 3 and all(0 < t < 1 for t in times)
+    assert get_backend("cuda").target_name().startswith(f"cuda-{cuda_runtime.runtime().arch}-")
+
+
+@needs_gpu
+@pytest.mark.skipif(NO_NVCC, reason="nvcc (CUDA toolkit) is not installed")
+def test_the_vendor_build_gives_the_same_results():
+    matmul = real("matmul_tiled")
+    a = np.random.default_rng(1).standard_normal((64, 48), dtype=np.float32)
+    b = np.random.default_rng(2).standard_normal((48, 80), dtype=np.float32)
+    ours, theirs = np.zeros((64, 80), np.float32), np.zeros((64, 80), np.float32)
+    matmul(64, 80, 48, a, b, ours)
+    get_backend("cuda").vendor_launcher(matmul)(64, 80, 48, a, b, theirs)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+
+
+@needs_gpu
+def test_an_illegal_address_is_a_kernel_fault():
+    """In a child process: a fault leaves the CUDA context unusable."""
+    code = (
+        "import numpy as np, pytest_r3 as r3\n"
+        "from pytest_r3.errors import KernelFault\n"
+        "k = r3.kernel('extern \"C\" __global__ void f(float *p) { p[1 << 30] = 1.0f; }\\n',"
+        " entry='f', backend='cuda', launch={'grid': 1, 'block': 1})\n"
+        "try:\n"
+        "    k(np.zeros(4, np.float32))\n"
+        "except KernelFault as exc:\n"
+        "    print('fault:', exc)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=300)
+    assert "fault: kernel 'f' (grid (1, 1, 1), block (1, 1, 1)) faulted" in result.stdout, \
+        result.stdout + result.stderr
+
+
+@needs_gpu
+def test_replay_workers_run_cuda_candidates(tmp_path):
+    """A real replay server: the spec crosses to a worker that lifts its address-space cap,
+    builds candidates, checks and times them; a faulting rewrite is a crash, not an error."""
+    from pytest_r3.record import RecordingStore, capture
+    from pytest_r3.replay import Candidate, KernelSpec, ReplayServer, ReplaySettings
+
+    saxpy = real("saxpy")
+    x, y = np.linspace(0, 1, 50_000, dtype=np.float32), np.ones(50_000, np.float32)
+    args = (50_000, 2.0, x, y)
+    _, recording = capture(saxpy, args, lambda: saxpy(*args), "test_saxpy")
+    store = RecordingStore(tmp_path)
+    store.write(recording)
+    settings = ReplaySettings(timing_rounds=5, warmup_rounds=1)
+    with ReplayServer(KernelSpec.from_kernel(saxpy), tmp_path, [recording.key],
+                      settings) as server:
+        good = server.evaluate(Candidate(macros={"BLOCK": 128, "ITEMS": 4}))
+        assert good.ok, good.summary()
+        broken = saxpy.source.text.replace("if (i < n)", "if (i < n + (1 << 28))")
+        crash = server.evaluate(Candidate(source_text=broken, label="overrun"))
+        assert crash.status in ("crash", "wrong_output"), crash.summary()
+        assert server.evaluate(Candidate(macros={"BLOCK": 256, "ITEMS": 1})).ok
