@@ -173,6 +173,18 @@ def initialize_llvm() -> None:
     llvm.initialize_native_asmprinter()
 
 
+def parse_ir(ir: str, where: str):
+    """An llvmlite module from IR text, verified; LLVM's complaint becomes a CompileError."""
+    import llvmlite.binding as llvm
+
+    try:
+        module = llvm.parse_assembly(ir)
+        module.verify()
+    except RuntimeError as exc:
+        raise CompileError(f"{where}: LLVM rejected the IR: {exc}", str(exc)) from exc
+    return module
+
+
 def macro_flags(macros: Mapping[str, object]) -> list[str]:
     """``-DNAME=VALUE`` for each macro, in a stable order (booleans become 0/1)."""
     flags = []

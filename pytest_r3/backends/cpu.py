@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import toolchain
 from ..arguments import ArgumentBinder
-from ..errors import CompileError, DeclarationError, EntryNotFoundError
+from ..errors import DeclarationError, EntryNotFoundError
 from ..hookspecs import hookimpl
 from ..pipeline import Pipeline
 from ..signature import Signature, read_signature
@@ -73,15 +73,8 @@ class CPUBackend(Backend):
         )
 
     def parse(self, ir: str, where: str):
-        import llvmlite.binding as llvm
-
         toolchain.initialize_llvm()
-        try:
-            module = llvm.parse_assembly(ir)
-            module.verify()
-        except RuntimeError as exc:
-            raise CompileError(f"{where}: LLVM rejected the IR: {exc}", str(exc)) from exc
-        return module
+        return toolchain.parse_ir(ir, where)
 
     def inspect(self, source: KernelSource, entry: str, macros: Mapping[str, object],
                 kernel_name: str = "") -> Signature:

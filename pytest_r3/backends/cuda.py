@@ -126,15 +126,8 @@ class CUDABackend(Backend):
             extra_flags=debug, debug_info=debug_info)
 
     def parse(self, ir: str, where: str):
-        import llvmlite.binding as llvm
-
         _initialize_nvptx()
-        try:
-            module = llvm.parse_assembly(ir)
-            module.verify()
-        except RuntimeError as exc:
-            raise CompileError(f"{where}: LLVM rejected the IR: {exc}", str(exc)) from exc
-        return module
+        return toolchain.parse_ir(ir, where)
 
     def inspect(self, source: KernelSource, entry: str, macros: Mapping[str, object],
                 kernel_name: str = "") -> Signature:
