@@ -204,13 +204,20 @@ def mm_project(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+                          cwd=project, capture_output=True, text=True, timeout=600)
+
+
+def tune_with_model(project: Path, base_url: str) -> subprocess.CompletedProcess:
+    return run_pytest(project, "--r3-tune", "--r3-llm-model", "scripted",
+                      "--r3-llm-base-url", base_url)
+
+
 def test_tune_with_a_model_finds_verifies_and_patches_a_better_loop_order(mm_project: Path):
     script = ModelScript()
     with ScriptedChatServer(script) as server:
-        result = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--r3-tune",
-             "--r3-llm-model", "scripted", "--r3-llm-base-url", server.base_url],
-            cwd=mm_project, capture_output=True, text=True, timeout=600)
+        result = tune_with_model(mm_project, server.base_url)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "tuned (source rewrite)" in result.stdout
     assert "1 after repair" in result.stdout  # the broken answer was repaired
@@ -225,10 +232,7 @@ def test_tune_with_a_model_finds_verifies_and_patches_a_better_loop_order(mm_pro
     # answers, no request reaches the model (accepted.json only exists after acceptance)
     (mm_project / ".r3" / "runs" / "accepted.json").unlink()
     with ScriptedChatServer(lambda body: Scripted(status=500)) as offline:
-        again = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--r3-tune",
-             "--r3-llm-model", "scripted", "--r3-llm-base-url", offline.base_url],
-            cwd=mm_project, capture_output=True, text=True, timeout=600)
+        again = tune_with_model(mm_project, offline.base_url)
     assert again.returncode == 0, again.stdout + again.stderr
     assert "tuned (source rewrite)" in again.stdout
     assert offline.requests == []
@@ -249,15 +253,11 @@ def test_tune_with_a_model_finds_verifies_and_patches_a_better_loop_order(mm_pro
     assert "Source evolution of `mm`" in report
 
     # with the patch applied, the lock entry still applies (as the rewritten source)
-    checked = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                              "--r3-check"], cwd=mm_project, capture_output=True, text=True,
-                             timeout=300)
+    checked = run_pytest(mm_project, "--r3-check")
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 def test_without_a_model_tuning_says_so_once(mm_project: Path):
-    result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                             "--r3-tune"], cwd=mm_project, capture_output=True, text=True,
-                            timeout=300)
+    result = run_pytest(mm_project, "--r3-tune")
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.count("no LLM configured") == 1
