@@ -181,11 +181,12 @@ class Kernel:
                 return self._locked
         return self.baseline
 
-    def activate(self, variant: Variant | None) -> None:
-        """Make ``variant`` what plain calls launch; ``None`` goes back to the baseline."""
+    def activate(self, variant: Variant | None, launcher=None) -> None:
+        """Make ``variant`` what plain calls launch; ``None`` goes back to the baseline.
+        ``launcher`` runs it instead of a local build (e.g. in a contained worker)."""
         with self._lock:
             self._active = variant
-            self._active_launcher = None
+            self._active_launcher = launcher
             self._locked = _UNSET
 
     def __call__(self, *args: object) -> object:

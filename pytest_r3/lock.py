@@ -102,9 +102,13 @@ def locked_variant(kernel):
         log.debug("kernel %r: %s has no entry for target %s; using the baseline",
                   kernel.name, path, target)
         return None
-    if entry.get("rewrite_hash") == kernel.source.hash:
-        # the accepted patch has been applied: the rewrite is now the source itself
-        entry = {k: v for k, v in entry.items() if k != "source_text"}
+    if entry.get("rewrite_hash"):
+        # r3.lock holds settings, never code: a rewrite applies once its patch is applied
+        if entry["rewrite_hash"] != kernel.source.hash:
+            log.debug("kernel %r: %s entry needs its source rewrite applied (git apply "
+                      ".r3/patches/%s.patch); using the baseline", kernel.name, path,
+                      kernel.name)
+            return None
     elif entry.get("source_hash") != kernel.source.hash:
         log.debug("kernel %r: %s entry is stale (source hash %s, now %s); using the baseline",
                   kernel.name, path, entry.get("source_hash"), kernel.source.hash)
@@ -123,6 +127,7 @@ def locked_variant(kernel):
 
 
 def variant_from_entry(kernel, entry: dict):
+    """The entry's settings applied to the kernel's own source: text found in a lock file is
+    never compiled (a lock may be edited by anyone who can open a pull request)."""
     pipeline = {**kernel.pipeline.as_dict(), **entry.get("pipeline", {})}
-    return kernel.variant(pipeline=pipeline, source_text=entry.get("source_text"),
-                          **entry.get("macros", {}))
+    return kernel.variant(pipeline=pipeline, **entry.get("macros", {}))

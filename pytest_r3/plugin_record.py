@@ -14,9 +14,7 @@ import pytest
 
 from . import declaration
 from .outputs import write_json_atomic
-from .record import Recording, RecordingStore, capture
-
-SPEC_FILE = "kernel.json"
+from .record import SPEC_FILE, Recording, RecordingStore, capture
 
 
 class RecordingPlugin:
@@ -113,6 +111,9 @@ class RecordingPlugin:
             if index["weak"]:
                 write(f"  too weak to verify with alone (output equals input): "
                       f"{', '.join(index['weak'])}")
+            if index.get("aliased"):
+                write(f"  launched with aliased arguments (replayed the same way): "
+                      f"{', '.join(index['aliased'])}")
         for name in sorted(set(self.marked) - set(self.summary)):
             if self.ran.intersection(self.marked[name]):
                 write(f"{name}: marked oracle tests ran but never launched it")

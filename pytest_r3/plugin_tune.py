@@ -111,26 +111,61 @@ class TunePlugin:
                                                                   "r3_compile_timeout")),
                               seed=int(options.value(self.config, "r3_seed")), **overrides)
 
-    def _server(self, kernel, settings):
-        from .replay import KernelSpec, ReplayServer
+    def _address_space(self) -> int:
+        return int(float(options.value(self.config, "r3_memory_limit")) * 2**20)
 
+    def _log_path(self, kernel) -> Path:
         logs = self.r3_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
+        return logs / f"{kernel.name}.log"
+
+    def _server(self, kernel, settings, reference=None):
+        from .replay import KernelSpec, ReplayServer
+
         return ReplayServer(
             KernelSpec.from_kernel(kernel), self.recorder.store.root,
             self.recorder.store.keys(kernel.name), settings,
-            address_space=int(float(options.value(self.config, "r3_memory_limit")) * 2**20),
-            log_path=logs / f"{kernel.name}.log")
+            address_space=self._address_space(), log_path=self._log_path(kernel),
+            reference=reference)
 
-    def run_oracle_tests(self, session: pytest.Session, kernel, variant) -> list[str]:
-        """Re-run ``kernel``'s oracle tests in this session with ``variant`` active."""
+    def _start_servers(self, kernel, settings, count: int) -> list:
+        """Replay servers for ``kernel``; the first learns the reference outputs, the others
+        share them. The containment each got is reported once."""
+        first = self._server(kernel, settings).start()
+        servers = [first] + [self._server(kernel, settings, first.judge) for _ in range(count - 1)]
+        try:
+            for server in servers[1:]:
+                server.start()
+        except BaseException:
+            for server in servers:
+                server.close()
+            raise
+        if "DEGRADED" in first.containment:
+            self._say(f"pytest-r3: {kernel.name}: candidate {first.containment}")
+        return servers
+
+    def run_oracle_tests(self, session: pytest.Session, kernel, variant,
+                         candidate=None) -> list[str]:
+        """Re-run ``kernel``'s oracle tests in this session with ``variant`` active. A source
+        rewrite (``candidate`` with source text) runs in a contained worker, never here."""
         from _pytest.runner import runtestprotocol
 
         wanted = set(self.recorder.oracle_tests(kernel.name))
         items = [item for item in session.items if item.nodeid in wanted]
         failures: list[str] = []
+        launcher = None
+        if candidate is not None and candidate.source_text is not None:
+            from .replay import KernelSpec
+            from .replay.contained import ContainedLauncher
+
+            try:
+                launcher = ContainedLauncher(
+                    KernelSpec.from_kernel(kernel), candidate, self._settings(),
+                    address_space=self._address_space(), log_path=self._log_path(kernel))
+            except Exception as exc:
+                return [f"the rewrite could not be loaded in a contained worker: {exc}"]
         self.recorder.paused = True
-        kernel.activate(variant)
+        kernel.activate(variant, launcher)
         try:
             for item in items:
                 for report in runtestprotocol(item, log=False, nextitem=None):
@@ -140,6 +175,8 @@ class TunePlugin:
         finally:
             kernel.activate(None)
             self.recorder.paused = False
+            if launcher is not None:
+                launcher.close()
         if not items:
             failures.append("no oracle test of this kernel was collected in this session")
         return failures
@@ -179,11 +216,10 @@ class TunePlugin:
                   f"budget {budget.describe()}, {workers} worker(s)")
         space = SearchSpace(kernel.space, kernel.pipeline, tune_pipeline=search_pipeline)
         store = ResultStore(self.r3_dir / "results", kernel.name, target)
-        servers = [self._server(kernel, self._settings()) for _ in range(workers)]
+        servers = []
         evolution = None
         try:
-            for server in servers:
-                server.start()
+            servers = self._start_servers(kernel, self._settings(), workers)
             tuner = Tuner(kernel.name, kernel.source.hash, space, servers, store,
                           optimizer=optimizer, seed=int(options.value(self.config, "r3_seed")),
                           budget=budget, progress=self._progress(budget))
@@ -245,7 +281,7 @@ class TunePlugin:
         row.review = result.review
         variant = kernel.variant(pipeline={**kernel.pipeline.as_dict(), **best.pipeline},
                                  source_text=best.source_text, **best.macros)
-        failures = self.run_oracle_tests(session, kernel, variant)
+        failures = self.run_oracle_tests(session, kernel, variant, best)
         if failures:
             row.status = "rejected by oracles"
             row.notes += [f"oracle test failed with the best variant: {f}" for f in failures]
@@ -270,8 +306,7 @@ class TunePlugin:
             "tuned_on": datetime.date.today().isoformat(),
             "tuned_with": f"pytest-r3 {__version__}",
         }
-        if best.source_text is not None:
-            entry["source_text"] = best.source_text
+        if best.source_text is not None:  # the lock names the rewrite; the patch carries it
             entry["rewrite_hash"] = source_hash(best.source_text)
             row.notes.append(self._write_patch(kernel, best.source_text))
             self._examples().remember(kernel.name, kernel.source.text, best.source_text,
@@ -356,7 +391,12 @@ class TunePlugin:
         from .llm.patch import write_patch
 
         if kernel.source.path is None:
-            return "source rewrite kept in r3.lock (inline source: no patch file)"
+            from .outputs import write_text_atomic
+
+            path = write_text_atomic(self.r3_dir / "patches" / f"{kernel.name}.rewrite.c",
+                                     rewritten)
+            return (f"source rewrite written to {path} for review (inline source: put it in "
+                    "the declaration to use it)")
         path = write_patch(self.r3_dir / "patches", kernel.name, kernel.source.path,
                            self.config.rootpath, rewritten)
         return f"source rewrite written as {path} (apply with git apply)"
@@ -408,8 +448,13 @@ class TunePlugin:
             self.failures.append(f"{kernel.name}: {why}")
             return row
 
-        if entry.get("rewrite_hash") == kernel.source.hash:  # the patch was applied
-            entry = {k: v for k, v in entry.items() if k != "source_text"}
+        if entry.get("rewrite_hash"):
+            if entry["rewrite_hash"] != kernel.source.hash:
+                row.status = "patch not applied"
+                row.notes.append(f"the locked variant is a source rewrite: review and apply "
+                                 f".r3/patches/{kernel.name}.patch (git apply), then check "
+                                 "again; until then plain runs use the baseline")
+                return row
         elif entry.get("source_hash") != kernel.source.hash:
             return fail("stale", f"the lock entry was tuned for source {entry.get('source_hash')}"
                         f" but the source is now {kernel.source.hash}: run pytest --r3-tune")
@@ -426,7 +471,6 @@ class TunePlugin:
             server.start()
             result = server.evaluate(Candidate(macros=entry.get("macros", {}),
                                                pipeline=entry.get("pipeline", {}),
-                                               source_text=entry.get("source_text"),
                                                label="locked"))
         finally:
             server.close()

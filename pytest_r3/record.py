@@ -5,6 +5,12 @@ every array argument as it was before the launch, every written array after it, 
 return value. On disk it is ``<hash>.npz`` (arrays, ``in.<name>`` / ``out.<name>``) beside
 ``<hash>.json`` (metadata) under ``.r3/recordings/<kernel>/``; the hash covers the inputs,
 so the same launch seen twice is stored once.
+
+Pointer arguments that were the same buffer at the launch (``axpy(n, a, y, y)``) are
+recorded as aliased: ``aliases`` holds groups of parameter names, ``overlaps`` pairs of
+buffers that partly overlapped. A replay must pass one buffer for an aliased group
+(``Recording.arguments()`` does), or a rewrite that assumes ``restrict`` goes unnoticed.
+Recordings written before aliasing was recorded read as not aliased.
 """
 
 from __future__ import annotations
@@ -18,10 +24,22 @@ from pathlib import Path
 
 import numpy as np
 
+from .errors import R3Error
 from .outputs import write_bytes_atomic, write_json_atomic
 
 DEFAULT_CAP_BYTES = 64 * 1024 * 1024
 INDEX_FILE = "index.json"
+SPEC_FILE = "kernel.json"  # the kernel's spec beside its recordings (see plugin_record)
+
+
+class CorruptRecording(R3Error, ValueError):
+    """A recording (or a store's index) on disk is truncated, corrupt or incomplete."""
+
+    def __init__(self, path: Path | str, reason: str) -> None:
+        super().__init__(f"recording file {path} is unusable: {reason}; delete it (and its "
+                         ".json/.npz companion) or record again with `pytest --r3-record`")
+        self.path = Path(path)
+        self.reason = reason
 
 
 @dataclass
@@ -34,6 +52,11 @@ class Recording:
     returned: int | float | None = None
     tests: list[str] = field(default_factory=list)
     source_hash: str = ""
+    # groups of pointer parameters that were the same buffer at the launch, in parameter
+    # order (``[["x", "y"]]`` for ``axpy(n, a, y, y)``); empty when none aliased
+    aliases: list[list[str]] = field(default_factory=list)
+    # pairs of pointer parameters whose memory partly overlapped (noted, not replayed)
+    overlaps: list[list[str]] = field(default_factory=list)
 
     @property
     def key(self) -> str:
@@ -41,6 +64,8 @@ class Recording:
 
         The prior content of written buffers is left out: for output-only buffers it is
         whatever memory held (np.empty), and for in-out buffers it shows in the results.
+        Aliasing is part of the launch (an in-place call is not a call on separate
+        buffers); a launch without any hashes as it did before aliasing was recorded.
         """
         digest = hashlib.sha256(self.kernel.encode())
         for param in self.params:
@@ -52,6 +77,9 @@ class Recording:
                 digest.update(np.ascontiguousarray(array).tobytes())
             else:
                 digest.update(repr(self.scalars[name]).encode())
+        if self.aliases or self.overlaps:
+            digest.update(json.dumps({"aliases": self.aliases,
+                                      "overlaps": self.overlaps}).encode())
         return digest.hexdigest()[:20]
 
     @property
@@ -64,12 +92,42 @@ class Recording:
         """Shapes and scalar sizes: recordings with different ones exercise different paths."""
         parts = [f"{n}{a.shape}" for n, a in sorted(self.inputs.items())]
         parts += [f"{n}={v}" for n, v in sorted(self.scalars.items()) if isinstance(v, int)]
+        parts += ["=".join(group) for group in self.aliases]  # in place is another path
         return ";".join(parts)
 
+    def alias_groups(self) -> list[list[str]]:
+        """Groups (two or more names, parameter order) of pointer parameters that were the
+        same buffer at the launch; [] when none were."""
+        return [list(group) for group in self.aliases]
+
+    def alias_of(self) -> dict[str, str]:
+        """Each pointer parameter's canonical name: the first of its alias group (itself
+        when not aliased). Parameters with the same canonical name share one buffer."""
+        canonical = {p["name"]: p["name"] for p in self.params if p["is_pointer"]}
+        for group in self.aliases:
+            for name in group:
+                canonical[name] = group[0]
+        return canonical
+
     def arguments(self) -> list[object]:
-        """Fresh copies of the launch arguments in parameter order."""
-        return [self.inputs[p["name"]].copy() if p["is_pointer"] else self.scalars[p["name"]]
-                for p in self.params]
+        """Fresh copies of the launch arguments in parameter order.
+
+        Aliased parameters get the same array object (a view of it where their dtype or
+        shape differ), so an in-place launch is replayed in place.
+        """
+        canonical = self.alias_of()
+        shared: dict[str, np.ndarray] = {}
+        args: list[object] = []
+        for param in self.params:
+            name = param["name"]
+            if not param["is_pointer"]:
+                args.append(self.scalars[name])
+                continue
+            root = canonical.get(name, name)
+            if root not in shared:
+                shared[root] = self.inputs[root].copy()
+            args.append(_view_as(shared[root], self.inputs[name]))
+        return args
 
     def weak_outputs(self) -> list[str]:
         """Written buffers whose content before the launch already equals the result."""
@@ -89,7 +147,69 @@ class Recording:
                        for n, a in self.inputs.items()},
             "nbytes": self.nbytes,
             "weak_outputs": self.weak_outputs(),
+            "aliases": self.aliases,
+            "overlaps": self.overlaps,
         }
+
+
+def _view_as(base: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """``base`` itself, or a view of its memory with ``like``'s dtype and shape."""
+    if base.dtype == like.dtype and base.shape == like.shape:
+        return base
+    return base.reshape(-1).view(np.uint8)[: like.nbytes].view(like.dtype).reshape(like.shape)
+
+
+def _extent(value: object) -> tuple[str, int, int] | None:
+    """(address space, first byte, byte count) of an array argument; None if unknown."""
+    if isinstance(value, np.ndarray):
+        return "host", int(value.__array_interface__["data"][0]), int(value.nbytes)
+    interface = getattr(value, "__cuda_array_interface__", None)
+    if isinstance(interface, dict):
+        try:
+            count = int(np.prod(interface["shape"], dtype=np.int64))
+            return ("cuda", int(interface["data"][0]),
+                    count * np.dtype(interface["typestr"]).itemsize)
+        except (KeyError, TypeError, ValueError, IndexError):
+            return None
+    if hasattr(value, "gpudata") and hasattr(value, "nbytes"):  # a pycuda GPUArray
+        try:
+            return "cuda", int(value.gpudata), int(value.nbytes)
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+_TOO_HARD = getattr(np, "exceptions", np).TooHardError  # numpy < 1.25 has no np.exceptions
+
+
+def find_aliases(names: list[str], values: list[object]
+                 ) -> tuple[list[list[str]], list[list[str]]]:
+    """(aliases, overlaps) among pointer arguments ``values`` named ``names``.
+
+    Arguments with the same address and byte count are one buffer (an alias group, in
+    argument order); arguments whose memory otherwise intersects overlap partly (pairs).
+    Empty arrays alias nothing.
+    """
+    extents = [(name, _extent(value), value) for name, value in zip(names, values, strict=True)]
+    extents = [(n, e, v) for n, e, v in extents if e is not None and e[2] > 0]
+    groups: dict[tuple[str, int, int], list[str]] = {}
+    for name, extent, _ in extents:
+        groups.setdefault(extent, []).append(name)
+    aliases = [group for group in groups.values() if len(group) > 1]
+    overlaps = []
+    for i, (name_a, (space_a, start_a, size_a), value_a) in enumerate(extents):
+        for name_b, (space_b, start_b, size_b), value_b in extents[i + 1:]:
+            if space_a != space_b or (start_a, size_a) == (start_b, size_b):
+                continue
+            if start_a < start_b + size_b and start_b < start_a + size_a:
+                if isinstance(value_a, np.ndarray) and isinstance(value_b, np.ndarray):
+                    try:  # strided views can interleave without sharing an element
+                        if not np.shares_memory(value_a, value_b, max_work=10**6):
+                            continue
+                    except _TOO_HARD:
+                        pass
+                overlaps.append([name_a, name_b])
+    return aliases, overlaps
 
 
 def capture(kernel, args: tuple, run: Callable[[], object], test: str) -> tuple[object, Recording]:
@@ -107,8 +227,11 @@ def capture(kernel, args: tuple, run: Callable[[], object], test: str) -> tuple[
                "written": p.written, "ctype": p.ctype} for p in signature.params]
     returned = None if result is None else (float(result) if isinstance(result, float)
                                             else int(result))
+    pointers = [(p.name, a) for p, a in zip(signature.params, args, strict=False)
+                if p.is_pointer]
+    aliases, overlaps = find_aliases([n for n, _ in pointers], [a for _, a in pointers])
     recording = Recording(kernel.name, params, scalars, inputs, outputs, returned, [test],
-                          kernel.source.hash)
+                          kernel.source.hash, aliases, overlaps)
     return result, recording
 
 
@@ -131,20 +254,47 @@ class RecordingStore:
         return write_json_atomic(folder / f"{recording.key}.json", recording.metadata())
 
     def read(self, kernel: str, key: str) -> Recording:
+        """One recording; a missing, truncated or inconsistent file raises CorruptRecording
+        naming it."""
         folder = self.kernel_dir(kernel)
-        meta = json.loads((folder / f"{key}.json").read_text())
-        with np.load(folder / f"{key}.npz") as data:
-            inputs = {n[3:]: data[n] for n in data.files if n.startswith("in.")}
-            outputs = {n[4:]: data[n] for n in data.files if n.startswith("out.")}
-        return Recording(meta["kernel"], meta["params"], meta["scalars"], inputs, outputs,
-                         meta["returned"], meta["tests"], meta.get("source_hash", ""))
+        meta_path, arrays_path = folder / f"{key}.json", folder / f"{key}.npz"
+        meta = _read_json(meta_path)
+        if not isinstance(meta, dict) or not _REQUIRED_META <= set(meta):
+            missing = sorted(_REQUIRED_META - set(meta)) if isinstance(meta, dict) else []
+            raise CorruptRecording(meta_path, f"not a recording's metadata (missing "
+                                              f"{', '.join(missing) or 'everything'})")
+        try:
+            with np.load(arrays_path, allow_pickle=False) as data:
+                inputs = {n[3:]: data[n] for n in data.files if n.startswith("in.")}
+                outputs = {n[4:]: data[n] for n in data.files if n.startswith("out.")}
+        except FileNotFoundError:
+            raise CorruptRecording(arrays_path, "the file is missing") from None
+        except Exception as exc:  # BadZipFile, zlib.error, EOFError, ValueError, OSError...
+            raise CorruptRecording(arrays_path, f"cannot read its arrays "
+                                                f"({type(exc).__name__}: {exc})") from exc
+        try:
+            recording = Recording(meta["kernel"], meta["params"], meta["scalars"], inputs,
+                                  outputs, meta["returned"], meta["tests"],
+                                  meta.get("source_hash", ""),
+                                  [list(g) for g in meta.get("aliases") or []],
+                                  [list(p) for p in meta.get("overlaps") or []])
+            problem = _inconsistency(recording, meta)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CorruptRecording(meta_path, f"malformed metadata ({type(exc).__name__}: "
+                                              f"{exc})") from exc
+        if problem:
+            raise CorruptRecording(arrays_path, problem)
+        return recording
 
     def keys(self, kernel: str) -> list[str]:
         index = self.index(kernel)
         if index:
             return list(index["kept"])
-        return sorted(p.stem for p in self.kernel_dir(kernel).glob("*.json")
-                      if p.name != INDEX_FILE)
+        return self._files(kernel)
+
+    def _files(self, kernel: str) -> list[str]:
+        """Keys of the recordings in the folder, by their arrays file (no index to go by)."""
+        return sorted(p.stem for p in self.kernel_dir(kernel).glob("*.npz"))
 
     def load_all(self, kernel: str) -> list[Recording]:
         return [self.read(kernel, key) for key in self.keys(kernel)]
@@ -155,8 +305,15 @@ class RecordingStore:
         return sorted(p.name for p in self.root.iterdir() if p.is_dir())
 
     def index(self, kernel: str) -> dict | None:
+        """The index ``save`` wrote, or None; an unreadable one raises CorruptRecording."""
         path = self.kernel_dir(kernel) / INDEX_FILE
-        return json.loads(path.read_text()) if path.exists() else None
+        if not path.exists():
+            return None
+        index = _read_json(path)
+        if not isinstance(index, dict) or not isinstance(index.get("kept"), list) or not all(
+                isinstance(k, str) for k in index["kept"]):
+            raise CorruptRecording(path, "not an index of recordings (no list of kept keys)")
+        return index
 
     def save(self, kernel: str, recordings: Iterable[Recording], cap_bytes: int) -> dict:
         """Keep a representative subset under ``cap_bytes``; write it and an index of choices.
@@ -170,7 +327,8 @@ class RecordingStore:
         current = {r.source_hash for r in recordings if r.source_hash}
         merged: dict[str, Recording] = {}
         stale: list[tuple[Recording, str]] = []
-        for existing in self.load_all(kernel) if self.kernel_dir(kernel).is_dir() else []:
+        unreadable: list[tuple[str, str]] = []  # (key, why): replaced by this session's
+        for existing in self._readable(kernel, unreadable):
             if current and existing.source_hash and existing.source_hash not in current:
                 # its outputs come from another version of the kernel: no longer the answer
                 stale.append((existing, "recorded from another version of the kernel source"))
@@ -184,25 +342,86 @@ class RecordingStore:
         kept_keys = {r.key for r in kept}
         # a stale recording with the same inputs as a new one was replaced, not dropped
         dropped = [(r, why) for r, why in stale if r.key not in kept_keys] + dropped
+        folder = self.kernel_dir(kernel)
+        unreadable = [(key, why) for key, why in unreadable if key not in kept_keys]
+        for key in [key for key, _ in unreadable] + [r.key for r, _ in dropped]:
+            for suffix in (".npz", ".json"):
+                (folder / f"{key}{suffix}").unlink(missing_ok=True)
         for recording in kept:
             self.write(recording)
-        folder = self.kernel_dir(kernel)
-        for recording, _ in dropped:
-            for suffix in (".npz", ".json"):
-                (folder / f"{recording.key}{suffix}").unlink(missing_ok=True)
         index = {
             "kernel": kernel,
             "cap_bytes": cap_bytes,
             "kept": [r.key for r in kept],
             "kept_bytes": sum(r.nbytes for r in kept),
             "dropped": [{"key": r.key, "nbytes": r.nbytes, "tests": r.tests, "why": why}
-                        for r, why in dropped],
+                        for r, why in dropped]
+            + [{"key": key, "nbytes": 0, "tests": [], "why": f"unreadable: {why}"}
+               for key, why in unreadable],
             "weak": [r.key for r in kept if r.weak_outputs()
                      and len(r.weak_outputs()) == len(r.outputs)],
+            "aliased": [r.key for r in kept if r.aliases],
         }
         if kept or dropped:
             write_json_atomic(folder / INDEX_FILE, index)
         return index
+
+
+    def _readable(self, kernel: str, unreadable: list[tuple[str, str]]) -> list[Recording]:
+        """The recordings on disk that can be read; the others go to ``unreadable``."""
+        if not self.kernel_dir(kernel).is_dir():
+            return []
+        try:
+            keys = self.keys(kernel)
+        except CorruptRecording:  # a broken index: go by the files
+            keys = self._files(kernel)
+        readable = []
+        for key in keys:
+            try:
+                readable.append(self.read(kernel, key))
+            except CorruptRecording as exc:
+                unreadable.append((key, f"{exc.path.name}: {exc.reason}"))
+        return readable
+
+
+_REQUIRED_META = {"kernel", "params", "scalars", "returned", "tests"}
+
+
+def _read_json(path: Path) -> object:
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise CorruptRecording(path, "the file is missing") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CorruptRecording(path, f"not readable JSON ({type(exc).__name__}: {exc})") from exc
+
+
+def _inconsistency(recording: Recording, meta: dict) -> str | None:
+    """What does not fit between a recording's metadata and its arrays, or None."""
+    pointers = {p["name"] for p in recording.params if p["is_pointer"]}
+    written = {p["name"] for p in recording.params if p["is_pointer"] and p["written"]}
+    missing = sorted(pointers - set(recording.inputs)) + sorted(
+        f"out.{n}" for n in written - set(recording.outputs))
+    if missing:
+        return f"arrays missing for {', '.join(missing)}"
+    scalars = {p["name"] for p in recording.params if not p["is_pointer"]}
+    absent = sorted(scalars - set(recording.scalars))
+    if absent:
+        return f"scalars missing from the metadata: {', '.join(absent)}"
+    for name, described in (meta.get("arrays") or {}).items():
+        array = recording.inputs.get(name)
+        if array is not None and (array.dtype.str != described["dtype"]
+                                  or list(array.shape) != list(described["shape"])):
+            return (f"array {name!r} is {array.dtype.str} {list(array.shape)}, the metadata "
+                    f"says {described['dtype']} {described['shape']}")
+    for name, after in recording.outputs.items():
+        before = recording.inputs.get(name)
+        if before is not None and (before.dtype != after.dtype or before.shape != after.shape):
+            return f"output {name!r} does not match its input's dtype and shape"
+    for group in recording.aliases + recording.overlaps:
+        if not set(group) <= pointers:
+            return f"aliasing names unknown pointer parameters {group}"
+    return None
 
 
 def select(recordings: list[Recording],

@@ -20,6 +20,10 @@ class KernelSource:
     filename: str
     path: Path | None = None
     include_dirs: tuple[str, ...] = ()
+    # a candidate's text (a rewrite): compiled with a restricted include path and
+    # diagnostics that quote nothing but itself
+    untrusted: bool = False
+    extra_flags: tuple[str, ...] = ()  # e.g. the pattern-initialised verification build
 
     @property
     def hash(self) -> str:
@@ -33,6 +37,13 @@ class KernelSource:
     def with_text(self, text: str) -> KernelSource:
         """The same file with other contents (a rewrite); the original is never touched."""
         return replace(self, text=text)
+
+    def candidate(self, text: str) -> KernelSource:
+        """A rewrite of this file proposed by someone not trusted (a model, a person)."""
+        return replace(self, text=text, untrusted=True)
+
+    def with_flags(self, *flags: str) -> KernelSource:
+        return replace(self, extra_flags=self.extra_flags + flags)
 
 
 def looks_like_path(source: str | os.PathLike) -> bool:

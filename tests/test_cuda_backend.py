@@ -568,29 +568,72 @@ def test_timing_uses_events(fake_gpu):
     assert get_backend("cuda").time(launcher, [64, 1.0, x, x.copy()], 2) == [5e-4] * 2
 
 
-def test_replay_evaluates_cuda_candidates(fake_gpu):
-    """The replay worker's evaluator, in process: the spec (launch= included) crosses as
-    JSON, candidates with other tunables build, verify and time."""
-    from pytest_r3.record import capture
-    from pytest_r3.replay.evaluate import Evaluator, ReplaySettings
-    from pytest_r3.replay.protocol import Candidate, KernelSpec
+class InProcessWorker:
+    """The replay worker's handlers called in this process, where the fake GPU lives (never
+    for candidate code: only the fake driver's numpy 'kernels' run). Not sealed."""
+
+    def __init__(self) -> None:
+        from pytest_r3.replay.containment import Containment
+        from pytest_r3.replay.worker import Worker
+
+        self.outbox: list[bytes] = []
+        self.handler = Worker(SimpleNamespace(send_bytes=lambda b: self.outbox.append(bytes(b))),
+                              Containment())
+        self.running = True
+        self.pid = None
+
+    def spawn(self) -> None:
+        pass
+
+    def ask(self, event, data, timeout, arrays=None):
+        from pytest_r3.replay import protocol
+
+        if event == "seal":
+            return "sealed", {"containment": "in process (test)"}, {}
+        inbox: list[bytes] = []
+        protocol.send(SimpleNamespace(send_bytes=lambda b: inbox.append(bytes(b))), event, data,
+                      protocol.CLIENT_EVENTS, arrays)
+        _, received, received_arrays = protocol.receive(
+            SimpleNamespace(recv_bytes=lambda: inbox.pop(0)), protocol.CLIENT_EVENTS)
+        getattr(self.handler, f"on_{event}")(received, received_arrays)
+        answer, reply, returned = protocol.receive(
+            SimpleNamespace(recv_bytes=lambda: self.outbox.pop(0)), protocol.WORKER_EVENTS)
+        if answer == "rejected":
+            raise protocol.Rejected(reply["status"], reply["kind"], reply["message"])
+        return answer, reply, returned
+
+    def close(self) -> None:
+        pass
+
+    kill = close
+
+
+def test_replay_evaluates_cuda_candidates(fake_gpu, tmp_path):
+    """The replay server's judge and the worker's runner, the worker in process: the spec
+    (launch= included) crosses as JSON, candidates with other tunables build, verify and
+    time, and a candidate that skips its work is caught."""
+    from pytest_r3.record import RecordingStore, capture
+    from pytest_r3.replay import Candidate, KernelSpec, ReplayServer, ReplaySettings
 
     saxpy = declare("saxpy")
     x = np.linspace(0, 1, 3000, dtype=np.float32)
     y = np.ones(3000, np.float32)
     args = (3000, 2.0, x, y)
     _, recording = capture(saxpy, args, lambda: saxpy(*args), "test_saxpy")
+    RecordingStore(tmp_path).write(recording)
     spec = KernelSpec.from_dict(json.loads(json.dumps(KernelSpec.from_kernel(saxpy).as_dict())))
     assert spec.launch
     settings = ReplaySettings(timing_rounds=3, min_timing_rounds=2, warmup_rounds=1,
-                              timing_recordings=1)
-    evaluator = Evaluator(spec, [recording], settings)
-    result = evaluator.evaluate(Candidate(macros={"BLOCK": 128, "ITEMS": 4},
-                                          pipeline={"unroll_count": 1}))
+                              timing_recordings=1, derived_sizes=False)
+    server = ReplayServer(spec, tmp_path, [recording.key], settings)
+    server.worker = InProcessWorker()
+    server.start()
+    result = server.evaluate(Candidate(macros={"BLOCK": 128, "ITEMS": 4},
+                                       pipeline={"unroll_count": 1}))
     assert result.ok, result.summary()
     assert ("_Z5saxpyifPKfPf", (6, 1, 1), (128, 1, 1), 0) in fake_gpu.launches
     fake_gpu.kernels["_Z5saxpyifPKfPf"] = lambda driver, grid, block, n, a, x, y: None
-    lazy = evaluator.evaluate(Candidate(macros={"BLOCK": 256, "ITEMS": 4}))
+    lazy = server.evaluate(Candidate(macros={"BLOCK": 256, "ITEMS": 4}))
     assert lazy.status == "wrong_output"
 
 

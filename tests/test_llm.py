@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_r3.toolchain import source_hash
+
 from pytest_r3.llm.archive import Archive, Elite, descriptors, loop_depth
 from pytest_r3.llm.client import LLMClient, LLMSettings
 from pytest_r3.llm.feedback import explain
@@ -225,8 +227,14 @@ def test_tune_with_a_model_finds_verifies_and_patches_a_better_loop_order(mm_pro
 
     lock = json.loads((mm_project / "r3.lock").read_text())
     (entry,) = lock["kernels"]["mm"].values()
-    assert entry["source_text"] == IKJ and entry["speedup"] > 1.2
+    # the lock names the rewrite by hash and never carries code: the patch does
+    assert "source_text" not in entry and entry["speedup"] > 1.2
+    assert entry["rewrite_hash"] == source_hash(IKJ)
     assert "system" not in json.dumps(lock)  # the malicious rewrite never got in
+    # before the patch is applied, --r3-check says so and plain runs use the baseline
+    waiting = run_pytest(mm_project, "--r3-check")
+    assert waiting.returncode == 0, waiting.stdout + waiting.stderr
+    assert "patch not applied" in waiting.stdout
 
     # a run interrupted before acceptance resumes from the run log: same prompts, same
     # answers, no request reaches the model (accepted.json only exists after acceptance)

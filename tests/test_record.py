@@ -9,7 +9,15 @@ import numpy as np
 import pytest
 
 import pytest_r3 as r3
-from pytest_r3.record import Recording, RecordingStore, capture, select
+from pytest_r3.errors import R3Error
+from pytest_r3.record import (
+    CorruptRecording,
+    Recording,
+    RecordingStore,
+    capture,
+    find_aliases,
+    select,
+)
 
 SCALE_C = """\
 /* out = alpha * grid, nonzero marks the non-zero cells; returns how many there are */
@@ -264,6 +272,213 @@ def test_store_lists_kernels_and_is_empty_before_recording(axpy, tmp_path):
     assert store.kernels() == ["record_axpy"]
 
 
+# -- aliasing ----------------------------------------------------------------------------------
+
+# a rewrite that is right for separate buffers and wrong in place: restrict promises that x
+# and y never alias, and the two passes read x after y changed
+RESTRICT_REWRITE_C = """\
+void axpy_inplace(long n, float a, const float *restrict x, float *restrict y)
+{
+    for (long i = 0; i < n; ++i)
+        y[i] += x[i];
+    for (long i = 0; i < n; ++i)
+        y[i] += (a - 1.0f) * x[i];
+}
+"""
+
+
+def inplace_recording(axpy, n=40, a=2.0, seed=0, test="t::in_place"):
+    y = np.random.default_rng(seed).standard_normal(n).astype(np.float32)
+    expected = a * y + y
+    _, recording = launch(axpy, n, a, y, y, test=test)
+    np.testing.assert_allclose(y, expected, rtol=1e-6)  # the caller sees the in-place result
+    return recording
+
+
+def test_an_in_place_launch_is_recorded_as_aliased(axpy, tmp_path):
+    recording = inplace_recording(axpy)
+    assert recording.aliases == [["x", "y"]] and recording.overlaps == []
+    assert recording.alias_groups() == [["x", "y"]]
+    assert recording.alias_of() == {"x": "x", "y": "x"}
+    assert bits(recording.inputs["x"]) == bits(recording.inputs["y"])
+
+    # the same values in separate buffers are another launch
+    y = recording.inputs["y"].copy()
+    _, separate = launch(axpy, 40, 2.0, y.copy(), y.copy(), test="t::separate")
+    assert separate.aliases == [] and separate.alias_groups() == []
+    assert separate.key != recording.key
+    assert separate.shape_signature != recording.shape_signature
+
+    store = RecordingStore(tmp_path)
+    index = store.save("record_axpy", [recording, separate], cap_bytes=1 << 20)
+    assert sorted(index["kept"]) == sorted([recording.key, separate.key])
+    assert index["aliased"] == [recording.key]
+    meta = json.loads((tmp_path / "record_axpy" / f"{recording.key}.json").read_text())
+    assert meta["aliases"] == [["x", "y"]] and meta["overlaps"] == []
+    again = store.read("record_axpy", recording.key)
+    assert again.aliases == [["x", "y"]] and again.key == recording.key
+    assert store.read("record_axpy", separate.key).aliases == []
+
+    # the rebuilt arguments are one buffer, and the baseline reproduces the recording
+    args = again.arguments()
+    assert args[2] is args[3]
+    axpy.build()(*args)
+    assert bits(args[3]) == bits(again.outputs["y"])
+    assert args[2] is not again.inputs["x"]  # a fresh copy, the recording is untouched
+
+
+def test_a_restrict_rewrite_that_is_wrong_in_place_is_caught(axpy, tmp_path):
+    (tmp_path / "rewrite.c").write_text(RESTRICT_REWRITE_C)
+    rewrite = r3.kernel(tmp_path / "rewrite.c", entry="axpy_inplace",
+                        name="record_axpy_restrict").build()
+    store = RecordingStore(tmp_path / "recordings")
+    store.save("record_axpy", [inplace_recording(axpy, a=3.0)], cap_bytes=1 << 20)
+    [recording] = store.load_all("record_axpy")
+    # replayed on separate copies (the launch as it was before aliasing was recorded), the
+    # rewrite looks right ...
+    separate = [a.copy() if isinstance(a, np.ndarray) else a for a in recording.arguments()]
+    rewrite(*separate)
+    np.testing.assert_allclose(separate[3], recording.outputs["y"], rtol=1e-5)
+    # ... replayed in place, as recorded, it is wrong (2a * y instead of (a + 1) * y)
+    args = recording.arguments()
+    rewrite(*args)
+    assert not np.allclose(args[3], recording.outputs["y"], rtol=1e-3)
+
+
+def test_partial_overlap_is_noted(axpy):
+    storage = np.arange(20, dtype=np.float32)
+    _, recording = launch(axpy, 10, 2.0, storage[0:10], storage[5:15])
+    assert recording.aliases == [] and recording.overlaps == [["x", "y"]]
+    plain = np.arange(20, dtype=np.float32)
+    _, apart = launch(axpy, 10, 2.0, plain[0:10].copy(), plain[5:15].copy())
+    assert apart.overlaps == [] and apart.key != recording.key
+
+
+def test_find_aliases_groups_same_buffers_and_ignores_empty_ones():
+    a = np.zeros(8, np.float32)
+    b = np.zeros(8, np.float32)
+    as_ints = a.view(np.int32)  # same memory, another dtype: still one buffer
+    empty = np.zeros(0)
+    assert find_aliases(["p", "q", "r", "s", "t"], [a, b, as_ints, a, empty]) == (
+        [["p", "r", "s"]], [])
+    assert find_aliases(["e", "f"], [empty, empty]) == ([], [])
+    assert find_aliases(["x", "y"], [a[::2], a[1::2]]) == ([], [])  # interleaved, disjoint
+    assert find_aliases(["x", "y"], [a[:5], a[3:]]) == ([], [["x", "y"]])
+    assert find_aliases(["x", "y"], [a, object()]) == ([], [])
+
+
+def test_aliased_arguments_of_another_dtype_share_the_buffer(axpy):
+    recording = inplace_recording(axpy, n=6)
+    params = recording.params + [{"name": "raw", "dtype": "int32", "is_pointer": True,
+                                  "written": False, "ctype": "const int *"}]
+    punned = Recording(recording.kernel, params, recording.scalars,
+                       {**recording.inputs, "raw": recording.inputs["x"].view(np.int32)},
+                       recording.outputs, aliases=[["x", "y", "raw"]])
+    args = punned.arguments()
+    assert args[2] is args[3] and args[4].dtype == np.int32
+    assert np.shares_memory(args[4], args[2])
+
+
+def test_recordings_from_before_aliasing_read_as_not_aliased(axpy, tmp_path):
+    recording = axpy_recording(axpy, 12)
+    store = RecordingStore(tmp_path)
+    path = store.write(recording)
+    meta = json.loads(path.read_text())
+    del meta["aliases"], meta["overlaps"]
+    path.write_text(json.dumps(meta))
+    again = store.read("record_axpy", recording.key)
+    assert again.aliases == [] and again.overlaps == [] and again.key == recording.key
+    args = again.arguments()
+    assert args[2] is not args[3]
+
+
+# -- damaged stores ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def stored(axpy, tmp_path):
+    store = RecordingStore(tmp_path)
+    recording = axpy_recording(axpy, 64)
+    store.save("record_axpy", [recording], cap_bytes=1 << 20)
+    folder = tmp_path / "record_axpy"
+    return store, recording, folder / f"{recording.key}.npz", folder / f"{recording.key}.json"
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "empty", "missing"])
+def test_a_damaged_arrays_file_names_the_file(stored, damage):
+    store, recording, arrays, _ = stored
+    content = arrays.read_bytes()
+    if damage == "truncate":
+        arrays.write_bytes(content[: len(content) // 2])
+    elif damage == "garbage":
+        arrays.write_bytes(b"not a zip archive at all" * 10)
+    elif damage == "empty":
+        arrays.write_bytes(b"")
+    else:
+        arrays.unlink()
+    with pytest.raises(CorruptRecording) as info:
+        store.read("record_axpy", recording.key)
+    assert isinstance(info.value, R3Error)
+    assert str(arrays) in str(info.value) and info.value.path == arrays
+    assert "record again with `pytest --r3-record`" in str(info.value)
+    with pytest.raises(CorruptRecording):
+        store.load_all("record_axpy")
+
+
+def test_damaged_metadata_names_the_file(stored):
+    store, recording, _, meta = stored
+    text = meta.read_text()
+    meta.write_text(text[: len(text) // 2])
+    with pytest.raises(CorruptRecording, match="not readable JSON") as info:
+        store.read("record_axpy", recording.key)
+    assert str(meta) in str(info.value)
+    meta.write_text("[1, 2, 3]")
+    with pytest.raises(CorruptRecording, match="not a recording's metadata"):
+        store.read("record_axpy", recording.key)
+    meta.write_text(json.dumps({**json.loads(text), "params": "nonsense"}))
+    with pytest.raises(CorruptRecording, match="malformed metadata"):
+        store.read("record_axpy", recording.key)
+
+
+def test_arrays_that_do_not_fit_the_metadata_are_refused(stored, tmp_path):
+    store, recording, arrays, _ = stored
+    np.savez(arrays, **{"in.x": recording.inputs["x"], "in.y": recording.inputs["y"]})
+    with pytest.raises(CorruptRecording, match=r"arrays missing for out\.y"):
+        store.read("record_axpy", recording.key)
+    np.savez(arrays, **{"in.x": recording.inputs["x"][:3], "in.y": recording.inputs["y"],
+                        "out.y": recording.outputs["y"]})
+    with pytest.raises(CorruptRecording, match="'x' is <f4 \\[3\\], the metadata says"):
+        store.read("record_axpy", recording.key)
+
+
+def test_a_damaged_index_names_the_file(stored):
+    store, _, arrays, _ = stored
+    index = arrays.parent / "index.json"
+    index.write_text("{\"kept\": [")
+    with pytest.raises(CorruptRecording) as info:
+        store.load_all("record_axpy")
+    assert str(index) in str(info.value)
+
+
+def test_recording_again_replaces_damaged_files(stored, axpy):
+    store, recording, arrays, _ = stored
+    arrays.write_bytes(arrays.read_bytes()[:40])
+    (arrays.parent / "index.json").write_text("garbage")
+    fresh = axpy_recording(axpy, 32, seed=9, test="t::fresh")
+    index = store.save("record_axpy", [fresh], cap_bytes=1 << 20)
+    assert index["kept"] == [fresh.key]
+    [dropped] = index["dropped"]
+    assert dropped["key"] == recording.key and dropped["why"].startswith("unreadable: ")
+    assert not arrays.exists() and not arrays.with_suffix(".json").exists()
+    assert [r.key for r in store.load_all("record_axpy")] == [fresh.key]
+    # the same launch recorded again replaces its damaged files
+    arrays = arrays.parent / f"{fresh.key}.npz"
+    arrays.write_bytes(b"")
+    index = store.save("record_axpy", [axpy_recording(axpy, 32, seed=9)], cap_bytes=1 << 20)
+    assert index["kept"] == [fresh.key] and index["dropped"] == []
+    assert bits(store.read("record_axpy", fresh.key).outputs["y"]) == bits(fresh.outputs["y"])
+
+
 # -- ``pytest --r3-record`` on a real project -------------------------------------------------
 
 PACKAGE = """\
@@ -458,3 +673,25 @@ def test_a_failing_test_still_fails_when_recording(project):
     result = project.runpytest("--r3-record", "test_failing.py")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*assert*"])
+
+
+def test_an_in_place_launch_is_recorded_and_reported(project):
+    project.makepyfile(test_alias=textwrap.dedent("""
+        import numpy as np
+        import pytest
+        from mypkg import double_add
+
+        @pytest.mark.r3_oracle(double_add)
+        def test_same_input_twice():
+            x = np.arange(6, dtype=np.float32)
+            out = np.zeros(6, dtype=np.float32)
+            double_add(6, x, x, out)
+            assert (out == 3 * x).all()
+    """))
+    result = project.runpytest("--r3-record", "test_alias.py")
+    result.assert_outcomes(passed=1)
+    store = RecordingStore(project.path / ".r3" / "recordings")
+    [recording] = store.load_all("pyt_double_add")
+    assert recording.aliases == [["x", "y"]]
+    result.stdout.fnmatch_lines([
+        f"  launched with aliased arguments (replayed the same way): {recording.key}"])

@@ -14,7 +14,7 @@ import pytest
 import pytest_r3 as r3
 from pytest_r3.pipeline import Pipeline
 from pytest_r3.replay import protocol
-from pytest_r3.replay.evaluate import ReplaySettings
+from pytest_r3.replay.settings import ReplaySettings
 from pytest_r3.replay.protocol import (
     CLIENT_EVENTS,
     WORKER_EVENTS,
@@ -27,13 +27,25 @@ from pytest_r3.replay.protocol import (
 )
 
 SAMPLE_DATA = {
-    "load": {"spec": {"name": "k"}, "recordings_root": "/tmp/r", "keys": ["a", "b"],
-             "settings": {"run_timeout": 1.5}},
-    "evaluate": Candidate(macros={"TILE": 16}, pipeline={"level": 2}, label="t16").as_dict(),
+    "load": {"spec": {"name": "k"}, "settings": {"run_timeout": 1.5}, "ir": "define ..."},
+    "cases": {"layout": [{"scalars": {"n": 3}, "slots": [{"params": ["x"], "written": True}]}]},
+    "seal": {"ioctl": False},
+    "build": {"name": "candidate0", "ir": "define ...", "pipeline": {"level": 2},
+              "tunables": {"TILE": 16}},
+    "run": {"variant": "candidate0", "case": 0, "fills": {"0": 12345}, "guard_seed": 7},
+    "time": {"variant": "candidate0", "cases": [0], "guard_seed": 7, "checks": [{}]},
+    "drop": {"name": "candidate0"},
+    "call": {"layout": {"scalars": {"n": 3}, "slots": []}},
     "ping": {"sequence": 7},
     "shutdown": {},
-    "loaded": {"recordings": 2, "weak": [], "output_only": ["out"], "timed": ["a"]},
-    "result": Result("ok", "abc", timing={"speedup": 1.25}).as_dict(),
+    "loaded": {},
+    "ready": {},
+    "sealed": {"containment": "containment: no_new_privs"},
+    "built": {"seconds": {"llvm": 0.01}},
+    "outputs": {"returned": None},
+    "timed": {"timing": {"speedup": 1.25}},
+    "dropped": {},
+    "rejected": {"status": "compile_error", "kind": "compile_error", "message": "LLVM said no"},
     "pong": {"sequence": 7},
     "error": {"message": "ValueError: boom", "traceback": "Traceback ...\n"},
 }
@@ -62,13 +74,13 @@ def test_messages_are_plain_json_not_pickle():
 
 
 def test_encoding_an_unknown_event_is_refused():
-    with pytest.raises(ProtocolError, match="unknown event 'result'"):
-        encode("result", {}, CLIENT_EVENTS)  # a worker event is not a client event
+    with pytest.raises(ProtocolError, match="unknown event 'outputs'"):
+        encode("outputs", {}, CLIENT_EVENTS)  # a worker event is not a client event
 
 
 @pytest.mark.parametrize("message, fragment", [
     (b'["launch_missiles", {}]', "unknown event 'launch_missiles'"),
-    (b'["result", {}]', "unknown event 'result'"),  # worker event sent to the worker
+    (b'["outputs", {}]', "unknown event 'outputs'"),  # worker event sent to the worker
     (b'["ping", [1, 2]]', "unknown event 'ping'"),  # data must be a mapping
     (b'["ping", {}, "extra"]', "malformed message"),
     (b'{"event": "ping"}', "malformed message"),
@@ -217,8 +229,8 @@ def test_worker_answers_error_to_an_unknown_event_and_keeps_serving(raw_worker):
     assert data["message"].startswith("ProtocolError: unknown event 'format_disk'")
     event, data = ask(b"\x00garbage")
     assert event == "error" and "malformed message" in data["message"]
-    event, data = ask(encode("evaluate", Candidate().as_dict(), CLIENT_EVENTS))
-    assert event == "error" and "evaluate before load" in data["message"]
+    event, data = ask(encode("run", SAMPLE_DATA["run"], CLIENT_EVENTS))
+    assert event == "error" and "run before load" in data["message"]
     # still alive and answering
     assert ask(encode("ping", {"sequence": 3}, CLIENT_EVENTS)) == ("pong", {"sequence": 3})
     assert process.poll() is None
@@ -228,11 +240,11 @@ def test_worker_answers_error_to_an_unknown_event_and_keeps_serving(raw_worker):
 
 def test_worker_reports_a_load_failure_instead_of_dying(raw_worker, tmp_path):
     process, ask, _ = raw_worker
-    event, data = ask(encode("load", {"spec": {"name": "x"}, "recordings_root": str(tmp_path),
-                                      "keys": [], "settings": {}}, CLIENT_EVENTS))
+    event, data = ask(encode("load", {"spec": {"name": "x"}, "settings": {}, "ir": ""},
+                             CLIENT_EVENTS))
     assert event == "error"
     assert "TypeError" in data["message"]  # an incomplete spec
-    assert "Traceback" in data["traceback"]
+    assert "worker.py" in data["traceback"] and "in on_load" in data["traceback"]
     assert process.poll() is None
 
 

@@ -59,6 +59,7 @@ class CPUBackend(Backend):
             target_flags=self._clang_flags(),
             language=self.language,
             include_dirs=source.include_dirs,
+            extra_flags=source.extra_flags,
             debug_info=debug_info,
         )
 

@@ -1,8 +1,9 @@
-"""Replaying recorded launches in a persistent, sandboxed worker process."""
+"""Replaying recorded launches: candidates run in a contained worker process, and are judged
+in the parent."""
 
 from .client import ReplayError, ReplayServer
-from .evaluate import ReplaySettings
 from .protocol import STATUSES, Candidate, KernelSpec, Result
+from .settings import ReplaySettings
 
 __all__ = ["STATUSES", "Candidate", "KernelSpec", "ReplayError", "ReplayServer",
            "ReplaySettings", "Result"]

@@ -1,31 +1,33 @@
-"""The client side of a replay server: starts the worker process, sends candidates, and
-turns a dead or hung worker into a ``crash`` or ``timeout`` result, then restarts it."""
+"""The parent side of a replay server: compiles candidates, runs them in a contained worker
+process, and judges what comes back. A dead, hung or misbehaving worker becomes a
+``crash``, ``timeout`` or ``sandbox_violation`` result, and a fresh worker takes its place."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
+import itertools
+import secrets
 import time
 from dataclasses import asdict
-from multiprocessing.connection import Connection
 from pathlib import Path
 
+import numpy as np
+
+from ..backends import get_backend
 from ..errors import R3Error
+from ..record import RecordingStore
 from . import protocol
-from .evaluate import ReplaySettings
-from .protocol import Candidate, KernelSpec, Result
-
-DEFAULT_ADDRESS_SPACE = 8 * 1024**3
-
+from .compile import CandidateCompiler
+from .judge import Case, Judge, ReferenceError
+from .process import DEFAULT_ADDRESS_SPACE, WorkerDied, WorkerProcess
+from .protocol import Candidate, KernelSpec, Rejected, Result
+from .settings import ReplaySettings
 
 class ReplayError(R3Error):
     """The replay server itself cannot go on (its baseline fails, or it crashes in a loop)."""
 
 
 class ReplayServer:
-    """A long-lived worker process holding one kernel's baseline and recordings in memory."""
+    """A long-lived, contained worker holding one kernel's baseline and cases in memory."""
 
     def __init__(
         self,
@@ -39,6 +41,7 @@ class ReplayServer:
         address_space: int = DEFAULT_ADDRESS_SPACE,
         max_consecutive_crashes: int = 10,
         log_path: str | Path | None = None,
+        reference: Judge | None = None,
     ) -> None:
         self.spec = spec
         self.recordings_root = str(recordings_root)
@@ -49,156 +52,241 @@ class ReplayServer:
         self.address_space = address_space
         self.max_consecutive_crashes = max_consecutive_crashes
         self.log_path = log_path
+        self.judge = reference  # shared by the servers of one kernel: learnt once
         self.restarts = 0
         self.consecutive_crashes = 0
-        self.description: dict = {}
-        self._process: subprocess.Popen | None = None
-        self._writer: Connection | None = None
-        self._reader: Connection | None = None
+        self.containment = ""
+        self.dropped_cases: list[str] = []
+        self.compiler: CandidateCompiler | None = None
+        self._names = itertools.count()
+        self._index: dict[int, int] = {}
+        self.worker = WorkerProcess(self.settings, address_space, log_path)
+
+    @property
+    def description(self) -> dict:
+        return {} if self.judge is None else {**self.judge.describe(),
+                                              "containment": self.containment,
+                                              "dropped_cases": self.dropped_cases}
 
     # -- process management --------------------------------------------------------------
     def start(self) -> ReplayServer:
-        parent_read, child_write = os.pipe()
-        child_read, parent_write = os.pipe()
-        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
+        backend = get_backend(self.spec.backend)
+        if self.compiler is None:
+            try:
+                self.compiler = CandidateCompiler(self.spec, backend, self.settings.static_check)
+            except R3Error as exc:
+                raise ReplayError(f"kernel {self.spec.name!r}: the baseline does not compile: "
+                                  f"{exc}") from None
         try:
-            self._process = subprocess.Popen(
-                [sys.executable, "-m", "pytest_r3.replay.worker", str(child_read),
-                 str(child_write), str(self.address_space)],
-                pass_fds=(child_read, child_write),
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                start_new_session=True,
-            )
-        finally:
-            os.close(child_read)
-            os.close(child_write)
-            if log is not subprocess.DEVNULL:
-                log.close()
-        self._reader = Connection(parent_read, writable=False)
-        self._writer = Connection(parent_write, readable=False)
-        payload = {"spec": self.spec.as_dict(), "recordings_root": self.recordings_root,
-                   "keys": self.keys, "settings": asdict(self.settings)}
-        reply = self._request("load", payload, self.load_timeout)
-        if isinstance(reply, Result):
-            self.close()
-            raise ReplayError(
-                f"replay worker for kernel {self.spec.name!r} could not load its baseline: "
-                f"{reply.status}: {'; '.join(reply.diagnostics)}")
-        event, data = reply
-        if event != "loaded":
-            self.close()
-            raise ReplayError(f"replay worker for kernel {self.spec.name!r} failed to load: "
-                              f"{data.get('message')}\n{data.get('traceback', '')}")
-        self.description = data
+            self._spawn()
+            if self.judge is None:
+                self._learn_reference()
+            else:
+                self._send_cases(self.judge.cases)
+            _, data, _ = self._ask("seal", {"ioctl": not getattr(backend, "address_space_cap",
+                                                                  True)}, self.load_timeout)
+            self.containment = str(data.get("containment", ""))
+        except WorkerDied as died:
+            self._kill()
+            raise ReplayError(f"replay worker for kernel {self.spec.name!r} could not load its "
+                              f"baseline: {died.result.reason()}") from None
+        except BaseException:
+            self._kill()
+            raise
         return self
 
-    def close(self) -> None:
-        if self._process is None:
-            return
+    def _spawn(self) -> None:
+        self.worker.spawn()
+        self._ask("load", {"spec": self.spec.as_dict(), "settings": asdict(self.settings),
+                           "ir": self.compiler.baseline_ir}, self.load_timeout)
+
+    def _send_cases(self, cases: list[Case]) -> None:
+        arrays = {f"{index}.{number}": slot.values for index, case in enumerate(cases)
+                  for number, slot in enumerate(case.slots)}
+        self._ask("cases", {"layout": [case.layout() for case in cases]}, self.load_timeout,
+                  arrays)
+        self._index = {id(case): index for index, case in enumerate(cases)}
+
+    def _learn_reference(self) -> None:
+        """Run the baseline on every planned case, before any candidate has run in the
+        worker; cases the baseline cannot serve on (derived sizes it rejects) are dropped."""
+        judge = Judge(self.spec, self.settings)
+        store = RecordingStore(self.recordings_root)
         try:
-            if self._process.poll() is None and self._writer is not None:
-                self._writer.send_bytes(protocol.encode("shutdown", {}, protocol.CLIENT_EVENTS))
-                self._process.wait(timeout=5)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-        self._kill()
+            recordings = [store.read(self.spec.name, key) for key in self.keys]
+        except (OSError, ValueError, KeyError) as exc:
+            raise ReplayError(f"kernel {self.spec.name!r}: cannot read its recordings: "
+                              f"{exc}") from None
+        cases = judge.plan(recordings)
+        self._send_cases(cases)
+        kept: list[Case] = []
+        for case in cases:
+            try:
+                judge.learn(case, self._runner("baseline", self.load_timeout))
+                kept.append(case)
+                continue
+            except ReferenceError as exc:
+                if case.origin == "recorded":
+                    raise ReplayError(f"kernel {self.spec.name!r}: {exc}") from None
+                reason = str(exc)
+            except WorkerDied as died:
+                if case.origin == "recorded":
+                    raise ReplayError(f"kernel {self.spec.name!r}: the baseline fails on "
+                                      f"{case.label}: {died.result.reason()}") from None
+                reason = died.result.reason()
+                self._kill()
+                self._spawn()
+                self._send_cases(cases)
+            self.dropped_cases.append(f"{case.label}: {reason}")
+        judge.cases = kept
+        self._send_cases(kept)
+        self.judge = judge
+
+    def close(self) -> None:
+        self.worker.close()
 
     def _kill(self) -> None:
-        if self._process is not None and self._process.poll() is None:
-            try:
-                os.killpg(self._process.pid, signal.SIGKILL)
-            except OSError:
-                self._process.kill()
-            self._process.wait()
-        for connection in (self._reader, self._writer):
-            if connection is not None:
-                connection.close()
-        self._process = self._reader = self._writer = None
+        self.worker.kill()
 
     def __enter__(self) -> ReplayServer:
-        return self.start() if self._process is None else self
+        return self.start() if not self.worker.running else self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     @property
     def pid(self) -> int | None:
-        return None if self._process is None else self._process.pid
+        return self.worker.pid
 
-    # -- requests ------------------------------------------------------------------------
-    def _request(self, event: str, data: dict, timeout: float):
-        """``(event, data)`` from the worker, or a crash/timeout Result if it died or hung."""
-        assert self._writer is not None and self._reader is not None and self._process
-        try:
-            self._writer.send_bytes(protocol.encode(event, data, protocol.CLIENT_EVENTS))
-            if not self._reader.poll(timeout):
-                self._kill()
-                return Result(protocol.TIMEOUT, diagnostics=[
-                    f"no answer within {timeout:g} s; the worker was killed"])
-            return protocol.decode(self._reader.recv_bytes(), protocol.WORKER_EVENTS)
-        except (EOFError, OSError):
-            return self._death()
+    def _ask(self, event: str, data: dict, timeout: float, arrays: dict | None = None):
+        return self.worker.ask(event, data, timeout, arrays)
 
-    def _death(self) -> Result:
-        assert self._process is not None
-        try:
-            code = self._process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            code = None
-        self._kill()
-        if code is not None and code < 0 and -code == signal.SIGALRM:
-            return Result(protocol.TIMEOUT, diagnostics=[
-                f"a kernel run exceeded its limit of {self.settings.run_timeout:g} s (infinite "
-                f"loop?) or compiling exceeded {self.settings.compile_timeout:g} s (code "
-                "explosion from unrolling?); the worker was stopped"])
-        if code is not None and code < 0:
-            name = signal.Signals(-code).name
-            hint = {"SIGSEGV": "invalid memory access (out of bounds, null pointer, stack "
-                               "overflow, or an allocation that failed under the "
-                               "address-space limit)",
-                    "SIGBUS": "misaligned or invalid memory access",
-                    "SIGFPE": "arithmetic fault (integer division by zero?)",
-                    "SIGILL": "illegal instruction",
-                    "SIGKILL": "killed (out of memory?)"}.get(name, "")
-            return Result(protocol.CRASH, diagnostics=[
-                f"the worker died with {name}" + (f": {hint}" if hint else "")],
-                details={"signal": name})
-        if code == protocol.DEVICE_FAULT_EXIT:
-            return Result(protocol.CRASH, diagnostics=[
-                "the kernel faulted on the GPU (illegal or misaligned address, trap...); the "
-                "worker ended because its CUDA context was unusable (driver message in the "
-                "worker log)"], details={"exit_code": code, "kind": "device_fault"})
-        return Result(protocol.CRASH, diagnostics=[f"the worker exited with code {code}"],
-                      details={"exit_code": code})
+    def _runner(self, variant: str, timeout: float):
+        def run(case: Case, fills: dict, guard_seed: int):
+            _, data, arrays = self._ask("run", {"variant": variant,
+                                                "case": self._index[id(case)], "fills": fills,
+                                                "guard_seed": guard_seed}, timeout)
+            return data, arrays
+        return run
 
     def evaluate(self, candidate: Candidate) -> Result:
         """Evaluate ``candidate``; a crash or hang restarts the worker and is the result."""
-        if self._process is None:
+        if not self.worker.running:
             self.start()
         started = time.perf_counter()
-        reply = self._request("evaluate", candidate.as_dict(), self.request_timeout)
-        if isinstance(reply, Result):
-            reply.candidate_key = candidate.key()
-            reply.label = candidate.label
-            reply.details["seconds"] = time.perf_counter() - started
+        try:
+            result = self._evaluate(candidate)
+        except Rejected as rejected:
+            result = rejected.result()
+        except WorkerDied as died:
+            result = died.result
             self.consecutive_crashes += 1
             if self.consecutive_crashes > self.max_consecutive_crashes:
                 raise ReplayError(
                     f"the replay worker of kernel {self.spec.name!r} died "
                     f"{self.consecutive_crashes} times in a row; giving up (last: "
-                    f"{reply.diagnostics})")
+                    f"{result.reason()})") from None
             self.restarts += 1
             self.start()
-            return reply
-        event, data = reply
-        if event == "error":
-            raise ReplayError(f"replay worker error: {data.get('message')}\n"
-                              f"{data.get('traceback', '')}")
-        self.consecutive_crashes = 0
-        result = Result.from_dict(data)
+        else:
+            self.consecutive_crashes = 0
+        result.candidate_key = candidate.key()
+        result.label = candidate.label
         result.details["seconds"] = time.perf_counter() - started
+        if not self.judge.verifying() or all(c.weak for c in self.judge.cases
+                                             if c.origin == "recorded"):
+            result.diagnostics.insert(0,
+                "every recording is too weak to verify with (a do-nothing kernel would pass "
+                "it): only perturbed and derived inputs were checked; add a test whose outputs "
+                "differ from its inputs")
         return result
 
+    def _evaluate(self, candidate: Candidate) -> Result:
+        compiled = self.compiler.compile(candidate)
+        result = Result(protocol.OK, compile_seconds=dict(compiled.seconds))
+        name = f"candidate{next(self._names)}"
+        tunables = {**self.spec.default_macros, **candidate.macros, **candidate.launch}
+        pipeline = {**self.spec.pipeline, **candidate.pipeline}
+        _, built, _ = self._ask("build", {"name": name, "ir": compiled.ir, "pipeline": pipeline,
+                                          "tunables": tunables}, self.request_timeout)
+        result.compile_seconds.update(built.get("seconds", {}))
+        run = self._runner(name, self.request_timeout)
+        self.judge.verify(run, self.judge.verifying())
+        if compiled.pattern_ir is not None:
+            self._ask("build", {"name": "pattern", "ir": compiled.pattern_ir,
+                                "pipeline": pipeline, "tunables": tunables},
+                      self.request_timeout)
+            self.judge.verify(self._runner("pattern", self.request_timeout),
+                              [c for c in self.judge.verifying() if c.origin == "recorded"],
+                              attempts=1, kind="uninitialised",
+                              what="the build with patterned uninitialised variables, on ")
+            self._ask("drop", {"name": "pattern"}, self.request_timeout)
+        result.timing = self._time(name)
+        if result.timing["speedup"] > self.settings.sanity_bound:
+            self.judge.verify(run, self.judge.reserve())
+            result.review = True
+            result.diagnostics.append(
+                f"speedup {result.timing['speedup']:.1f}x is above the sanity bound of "
+                f"{self.settings.sanity_bound:g}x: verified again on "
+                f"{len(self.judge.reserve())} more perturbed input sets; review it before "
+                "trusting it")
+        self._ask("drop", {"name": name}, self.request_timeout)
+        return result
+
+    def _time(self, name: str) -> dict:
+        """Interleaved timing, then the buffers the timed runs used must hold right answers
+        after as many launches in a row as a timed sample made."""
+        timed = self.judge.timed()
+        seeds = [[{n: secrets.randbits(62) for n in case.output_only} for case in timed]
+                 for _ in range(2)]
+        guard_seed = secrets.randbits(40)
+        indices = [self._index[id(case)] for case in timed]
+        _, data, arrays = self._ask("time", {
+            "variant": name, "cases": indices, "guard_seed": guard_seed,
+            "checks": [[case.fills(s) for case, s in zip(timed, parity, strict=True)]
+                       for parity in seeds]}, self.request_timeout)
+        timing = checked_timing(data.get("timing"))
+        which = arrays.get("set")
+        if which is None or which.shape != (1,) or int(which[0]) not in (0, 1):
+            raise WorkerDied(Result(protocol.CRASH, diagnostics=[
+                "the worker did not say which buffers it checked"], details={"kind": "protocol"}))
+        for position, case in enumerate(timed):
+            for parity in (0, 1):
+                storages = {str(n): arrays.get(f"{position}.{n}.{parity}")
+                            for n in range(len(case.slots))}
+                self.judge.check_run(
+                    case, ({}, storages),
+                    guard_seed + 1000 * (int(which[0]) + 1) + indices[position],
+                    seeds[parity][position], kind="timed_output",
+                    what="repeated launches on the buffers of the timed runs, on ",
+                    check_return=False)
+        return timing
+
     def ping(self) -> bool:
-        reply = self._request("ping", {}, 30)
-        return not isinstance(reply, Result) and reply[0] == "pong"
+        try:
+            return self._ask("ping", {}, 30)[0] == "pong"
+        except (WorkerDied, Rejected):
+            return False
+
+
+_TIMING_NUMBERS = ("baseline_median", "candidate_median", "speedup", "speedup_q1",
+                   "speedup_q3")
+
+
+def checked_timing(timing: object) -> dict:
+    """The worker's timing figures, only if they are well-formed positive numbers."""
+    try:
+        numbers = {key: float(timing[key]) for key in _TIMING_NUMBERS}
+        samples = {key: [float(x) for x in timing[key]]
+                   for key in ("baseline_samples", "candidate_samples")}
+        clean = {**numbers, **samples, "rounds": int(timing["rounds"]),
+                 "repeats": [int(x) for x in timing["repeats"]],
+                 "within_noise": bool(timing["within_noise"])}
+    except (KeyError, TypeError, ValueError):
+        raise WorkerDied(Result(protocol.CRASH, diagnostics=[
+            "the worker sent malformed timing figures"], details={"kind": "protocol"})) from None
+    values = [*numbers.values(), *clean["baseline_samples"], *clean["candidate_samples"]]
+    if not all(np.isfinite(v) and v > 0 for v in values):
+        raise WorkerDied(Result(protocol.CRASH, diagnostics=[
+            "the worker sent impossible timing figures"], details={"kind": "protocol"}))
+    return clean

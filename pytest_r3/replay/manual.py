@@ -8,7 +8,7 @@ from pathlib import Path
 from ..errors import R3Error
 from ..record import RecordingStore
 from .client import ReplayServer
-from .evaluate import ReplaySettings
+from .settings import ReplaySettings
 from .protocol import Candidate, KernelSpec, Result
 
 SPEC_FILE = "kernel.json"

@@ -3,17 +3,27 @@
 Client -> worker: ``load`` (kernel spec, recordings, settings), ``evaluate`` (a candidate),
 ``ping``, ``shutdown``. Worker -> client: ``loaded``, ``result``, ``pong``, ``error``.
 JSON rather than pickle: the worker runs untrusted code, so nothing it sends back may
-execute anything when decoded.
+execute anything when decoded. Arrays travel as raw frames after the JSON header, described
+by dtype and shape and checked on arrival (numbers only: nothing is unpickled).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import asdict, dataclass, field
 
-CLIENT_EVENTS = ("load", "evaluate", "ping", "shutdown")
-WORKER_EVENTS = ("loaded", "result", "pong", "error")
+import numpy as np
+
+CLIENT_EVENTS = ("load", "cases", "seal", "build", "run", "time", "drop", "call", "ping",
+                 "shutdown")
+WORKER_EVENTS = ("loaded", "ready", "sealed", "built", "outputs", "timed", "dropped", "pong",
+                 "rejected", "error")
+
+# dtypes an array frame may carry: plain numbers, never objects
+ARRAY_KINDS = "biuf"
+MAX_ARRAYS = 4096
 
 OK = "ok"
 COMPILE_ERROR = "compile_error"
@@ -30,6 +40,22 @@ class ProtocolError(RuntimeError):
     """A message that is not an ``(event, data)`` pair of a known event."""
 
 
+class Rejected(Exception):
+    """A candidate failed a check: its status, the class of failure (``kind``) and why."""
+
+    def __init__(self, status: str, kind: str, message: str, *, explanation: str = "",
+                 **details: object) -> None:
+        super().__init__(message)
+        self.status = status
+        self.kind = kind
+        self.explanation = explanation  # more lines (a compiler's full output)
+        self.details = {"kind": kind, **details}
+
+    def result(self) -> Result:
+        diagnostics = [str(self)] + ([self.explanation] if self.explanation else [])
+        return Result(self.status, diagnostics=diagnostics, details=dict(self.details))
+
+
 def encode(event: str, data: dict, allowed: tuple[str, ...]) -> bytes:
     if event not in allowed:
         raise ProtocolError(f"unknown event {event!r}; expected one of {', '.join(allowed)}")
@@ -44,6 +70,48 @@ def decode(message: bytes, allowed: tuple[str, ...]) -> tuple[str, dict]:
     if event not in allowed or not isinstance(data, dict):
         raise ProtocolError(f"unknown event {event!r}; expected one of {', '.join(allowed)}")
     return event, data
+
+
+def send(connection, event: str, data: dict, allowed: tuple[str, ...],
+         arrays: dict[str, np.ndarray] | None = None) -> None:
+    """One message: a JSON header naming each array's dtype and shape, then one raw frame
+    per array."""
+    arrays = arrays or {}
+    header = {**data, "arrays": [[name, a.dtype.str, list(a.shape)]
+                                 for name, a in arrays.items()]} if arrays else data
+    connection.send_bytes(encode(event, header, allowed))
+    for array in arrays.values():
+        connection.send_bytes(np.ascontiguousarray(array).data.cast("B"))
+
+
+def receive(connection, allowed: tuple[str, ...]) -> tuple[str, dict, dict[str, np.ndarray]]:
+    """The counterpart of :func:`send`; anything malformed is a ProtocolError (a worker that
+    sends one is treated as crashed)."""
+    event, data = decode(connection.recv_bytes(), allowed)
+    described = data.pop("arrays", [])
+    if not isinstance(described, list) or len(described) > MAX_ARRAYS:
+        raise ProtocolError("malformed array list")
+    arrays: dict[str, np.ndarray] = {}
+    for item in described:
+        name, dtype, shape = _array_header(item)
+        frame = connection.recv_bytes()
+        if len(frame) != dtype.itemsize * math.prod(shape):
+            raise ProtocolError(f"array {name!r}: {len(frame)} bytes for {dtype} {shape}")
+        arrays[name] = np.frombuffer(frame, dtype=dtype).reshape(shape)
+    return event, data, arrays
+
+
+def _array_header(item: object) -> tuple[str, np.dtype, tuple[int, ...]]:
+    try:
+        name, dtype_text, shape = item
+        dtype = np.dtype(str(dtype_text))
+        shape = tuple(int(n) for n in shape)
+    except (TypeError, ValueError) as exc:
+        raise ProtocolError(f"malformed array header {item!r}: {exc}") from None
+    if not isinstance(name, str) or dtype.kind not in ARRAY_KINDS or dtype.hasobject \
+            or any(n < 0 for n in shape) or len(shape) > 32:
+        raise ProtocolError(f"refused array header {item!r}")
+    return name, dtype, shape
 
 
 @dataclass(frozen=True)
@@ -137,6 +205,17 @@ class Result:
     @property
     def speedup(self) -> float | None:
         return self.timing.get("speedup")
+
+    @property
+    def kind(self) -> str | None:
+        """The class of failure (mismatch, out_of_bounds, syscall...), None when ok."""
+        return self.details.get("kind")
+
+    def reason(self) -> str:
+        """One line: status, class and the first line of the explanation."""
+        first = self.diagnostics[0].splitlines()[0] if self.diagnostics else ""
+        kind = f" ({self.kind})" if self.kind and self.kind != self.status else ""
+        return f"{self.status}{kind}" + (f": {first}" if first else "")
 
     def as_dict(self) -> dict:
         return asdict(self)

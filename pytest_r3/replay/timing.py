@@ -22,9 +22,11 @@ def _settled(base_times: list[float], cand_times: list[float]) -> bool:
     return (q3 - q1) / 2 < NOISE_FLOOR / 2 * median
 
 
-def interleaved_speedup(backend, baseline, candidate, cases, make_arguments, settings) -> dict:
+def interleaved_speedup(backend, baseline, candidate, base_args: list, cand_args: list,
+                        settings) -> dict:
     """Median times and the baseline/candidate ratio with its interquartile range.
 
+    ``base_args`` and ``cand_args`` are two sets of launch arguments, one per timed case.
     Each round times every case for both variants, the order alternating between rounds
     and the two sets of buffers traded every other round (where arrays land in memory can
     move a timing by 10% or more);
@@ -32,8 +34,6 @@ def interleaved_speedup(backend, baseline, candidate, cases, make_arguments, set
     early, after ``min_timing_rounds``, once the ratio is steady (IQR under half the noise
     floor), and at ``timing_rounds`` otherwise.
     """
-    base_args = [make_arguments(case, None)[0] for case in cases]
-    cand_args = [make_arguments(case, None)[0] for case in cases]
     repeats = []
     for args in base_args:
         single = _sample(backend, baseline, args, 1)

@@ -1,14 +1,19 @@
-"""Entry point of a replay worker process: ``python -m pytest_r3.replay.worker R W``.
+"""Entry point of a replay worker process: ``python -m pytest_r3.replay.worker R W [AS]``.
 
-Reads ``(event, data)`` messages from file descriptor R, answers on W, dispatching each to
-an ``on_<event>`` handler. Limits apply to the whole process: an address-space cap
-(RLIMIT_AS; lifted for a GPU backend, whose driver needs the space) and, around every
-kernel run, a SIGALRM timer whose default action kills the process, so a hung candidate
-ends here and the client reports a timeout.
+The only process where candidate code runs. It enters its containment first (no new
+privileges, its own user and network namespace, Landlock), loads the baseline and the cases,
+and is sealed (seccomp) before the first candidate arrives. Then it loads variants from IR
+the parent compiled, runs them, and sends back raw buffers; verdicts are not made here.
+
+Reads ``(event, data, arrays)`` messages from file descriptor R and answers on W. Limits
+apply to the whole process: an address-space cap (RLIMIT_AS; lifted for a GPU backend,
+whose driver needs the space) and, around every build and run, a SIGALRM timer whose default
+action kills the process, so a hung candidate ends here and the client reports a timeout.
 """
 
 from __future__ import annotations
 
+import os
 import resource
 import signal
 import sys
@@ -16,56 +21,114 @@ import traceback
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from . import protocol
+from . import containment, protocol
 
 
 class Worker:
-    def __init__(self, connection: Connection) -> None:
+    def __init__(self, connection, contained: containment.Containment) -> None:
         self.connection = connection
-        self.evaluator = None
+        self.contained = contained
+        self.runner = None
         self.running = True
 
-    def send(self, event: str, data: dict) -> None:
-        self.connection.send_bytes(protocol.encode(event, data, protocol.WORKER_EVENTS))
+    def send(self, event: str, data: dict, arrays: dict | None = None) -> None:
+        protocol.send(self.connection, event, data, protocol.WORKER_EVENTS, arrays)
 
-    def on_load(self, data: dict) -> None:
-        from ..record import RecordingStore
-        from .evaluate import Evaluator, ReplaySettings
+    def on_load(self, data: dict, arrays: dict) -> None:
         from .protocol import KernelSpec
+        from .runner import Runner
+        from .settings import ReplaySettings
 
         spec = KernelSpec.from_dict(data["spec"])
         _fit_address_space(spec.backend)
-        store = RecordingStore(data["recordings_root"])
-        recordings = [store.read(spec.name, key) for key in data["keys"]]
-        self.evaluator = Evaluator(spec, recordings, ReplaySettings.from_dict(data["settings"]))
-        self.send("loaded", self.evaluator.describe())
+        self.runner = Runner(spec, ReplaySettings.from_dict(data["settings"]))
+        # a contained launcher loads the variant it forwards calls to in the baseline's place
+        self.runner.build("baseline", data["ir"], data.get("pipeline", spec.pipeline),
+                          data.get("tunables", spec.default_macros))
+        self.send("loaded", {})
 
-    def on_evaluate(self, data: dict) -> None:
-        from .protocol import Candidate
+    def on_cases(self, data: dict, arrays: dict) -> None:
+        self.runner.set_cases(data["layout"], arrays)
+        self.send("ready", {})
 
-        if self.evaluator is None:
-            raise protocol.ProtocolError("evaluate before load")
-        result = self.evaluator.evaluate(Candidate.from_dict(data))
-        self.send("result", result.as_dict())
+    def on_seal(self, data: dict, arrays: dict) -> None:
+        self.runner.warm_up()
+        self.contained = containment.seal(self.contained, allow_ioctl=bool(data.get("ioctl")))
+        self.send("sealed", {"containment": self.contained.describe()})
 
-    def on_ping(self, data: dict) -> None:
+    def on_build(self, data: dict, arrays: dict) -> None:
+        from .runner import RunRejected
+
+        try:
+            seconds = self.runner.build(data["name"], data["ir"], data["pipeline"],
+                                        data["tunables"])
+        except RunRejected as rejected:
+            self.send("rejected", {"status": rejected.status, "kind": rejected.kind,
+                                   "message": str(rejected)})
+            return
+        self.send("built", {"seconds": seconds})
+
+    def on_run(self, data: dict, arrays: dict) -> None:
+        from .runner import RunRejected
+
+        try:
+            reply, buffers = self.runner.run(data["variant"], int(data["case"]), data["fills"],
+                                             int(data["guard_seed"]))
+        except RunRejected as rejected:
+            self.send("rejected", {"status": rejected.status, "kind": rejected.kind,
+                                   "message": str(rejected)})
+            return
+        self.send("outputs", reply, buffers)
+
+    def on_time(self, data: dict, arrays: dict) -> None:
+        from .runner import RunRejected
+
+        try:
+            reply, buffers = self.runner.time(data["variant"], list(data["cases"]),
+                                              int(data["guard_seed"]), data["checks"])
+        except RunRejected as rejected:
+            self.send("rejected", {"status": rejected.status, "kind": rejected.kind,
+                                   "message": str(rejected)})
+            return
+        self.send("timed", reply, buffers)
+
+    def on_call(self, data: dict, arrays: dict) -> None:
+        reply, buffers = self.runner.call(data["layout"], arrays)
+        self.send("outputs", reply, buffers)
+
+    def on_drop(self, data: dict, arrays: dict) -> None:
+        self.runner.drop(data["name"])
+        self.send("dropped", {})
+
+    def on_ping(self, data: dict, arrays: dict) -> None:
         self.send("pong", data)
 
-    def on_shutdown(self, data: dict) -> None:
+    def on_shutdown(self, data: dict, arrays: dict) -> None:
         self.running = False
 
     def serve(self) -> None:
         while self.running:
             try:
-                message = self.connection.recv_bytes()
+                event, data, arrays = protocol.receive(self.connection, protocol.CLIENT_EVENTS)
             except EOFError:
                 return
+            except protocol.ProtocolError as exc:
+                self.send("error", {"message": f"ProtocolError: {exc}", "traceback": ""})
+                continue
             try:
-                event, data = protocol.decode(message, protocol.CLIENT_EVENTS)
-                getattr(self, f"on_{event}")(data)
+                if self.runner is None and event not in ("load", "ping", "shutdown"):
+                    raise protocol.ProtocolError(f"{event} before load")
+                getattr(self, f"on_{event}")(data, arrays)
             except Exception as exc:  # reported to the client, which decides what to do
                 self.send("error", {"message": f"{type(exc).__name__}: {exc}",
-                                    "traceback": traceback.format_exc()})
+                                    "traceback": _frames(exc)})
+
+
+def _frames(exc: BaseException) -> str:
+    """Where an error happened, without reading source files (a sealed worker may open
+    none: traceback's source lines would end it)."""
+    return "".join(f"  {frame.f_code.co_filename}:{line} in {frame.f_code.co_name}\n"
+                   for frame, line in traceback.walk_tb(exc.__traceback__))
 
 
 def _fit_address_space(backend_name: str) -> None:
@@ -82,28 +145,30 @@ def _fit_address_space(backend_name: str) -> None:
 def main(argv: list[str]) -> None:
     read_fd, write_fd = int(argv[0]), int(argv[1])
     address_space = int(argv[2]) if len(argv) > 2 else 0
+    contained = containment.enter(writable_dirs=())
+    _die_with_parent()  # after entering: a change of credentials clears it
+    print(f"pytest-r3 replay worker {os.getpid()}: {contained.describe()}", file=sys.stderr,
+          flush=True)
     if address_space > 0:  # soft limit: a GPU backend lifts it (see on_load)
         hard = resource.getrlimit(resource.RLIMIT_AS)[1]
         if hard != resource.RLIM_INFINITY:
             address_space = min(address_space, hard)
         resource.setrlimit(resource.RLIMIT_AS, (address_space, hard))
-    _die_with_parent()
     signal.signal(signal.SIGALRM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the client's to handle
     sys.path.insert(0, str(Path.cwd()))
     with Connection(read_fd, writable=False) as reader, \
             Connection(write_fd, readable=False) as writer:
-        worker = Worker(_Duplex(reader, writer))
-        worker.serve()
+        Worker(_Duplex(reader, writer), contained).serve()
 
 
 def _die_with_parent() -> None:
-    """Ask Linux to kill this worker if the process that started it dies (no orphans)."""
+    """Ask Linux to kill this worker when the thread that started it ends (the client
+    starts every worker from one long-lived thread, see client.py)."""
     try:
         import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass  # not Linux: the worker still exits when its pipe closes
 

@@ -1,0 +1,77 @@
+"""Turning a candidate into IR, in the parent: clang and the static check run here, never in
+the contained worker (which may not start programs, and may be compromised).
+
+clang reads the candidate's text as untrusted input (restricted includes, diagnostics that
+quote nothing else); the static check refuses IR that reaches outside the kernel before it
+is ever sent to a worker.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+from .. import sandbox
+from ..errors import CompileError, R3Error
+from ..source import KernelSource
+from .protocol import COMPILE_ERROR, SANDBOX_VIOLATION, Candidate, KernelSpec, Rejected
+
+# llvmlite parses into one global context: the tuner's threads take turns
+_llvm_lock = threading.Lock()
+
+# uninitialised locals then hold NaN or 0xAA... instead of whatever the optimiser folded
+PATTERN_INIT = "-ftrivial-auto-var-init=pattern"
+
+
+@dataclass
+class CompiledCandidate:
+    ir: str
+    pattern_ir: str | None  # rewrites only: the verification build with patterned locals
+    seconds: dict
+
+
+class CandidateCompiler:
+    """Compiles and checks a kernel's candidates against what its baseline is allowed."""
+
+    def __init__(self, spec: KernelSpec, backend, static_check: bool = True) -> None:
+        self.spec = spec
+        self.backend = backend
+        self.static_check = static_check
+        self.source = KernelSource(spec.source_text, spec.filename,
+                                   include_dirs=tuple(spec.include_dirs))
+        self.baseline_ir = self._clang(self.source, {})
+        with _llvm_lock:
+            module = backend.parse(self.baseline_ir, f"kernel {spec.name!r}")
+            self.baseline_state = getattr(sandbox, "writable_globals", lambda m: None)(module)  # TEMP
+
+    def _clang(self, source: KernelSource, macros: dict) -> str:
+        return self.backend.compile(source, {**self.spec.default_macros, **macros})
+
+    def compile(self, candidate: Candidate) -> CompiledCandidate:
+        """IR for ``candidate``, or Rejected (compile error, sandbox violation)."""
+        rewrite = candidate.source_text is not None
+        source = self.source.candidate(candidate.source_text) if rewrite else self.source
+        started = time.perf_counter()
+        try:
+            ir = self._clang(source, candidate.macros)
+            pattern_ir = self._clang(source.with_flags(PATTERN_INIT), candidate.macros) \
+                if rewrite else None
+        except CompileError as exc:
+            kind = getattr(exc, "kind", None) or "compile_error"
+            text = exc.diagnostics or str(exc)
+            first = next((line for line in text.splitlines() if "error" in line),
+                         text.splitlines()[0] if text else "clang failed")
+            raise Rejected(COMPILE_ERROR, kind, first.strip(), explanation=text) from None
+        clang_seconds = time.perf_counter() - started
+        try:
+            with _llvm_lock:
+                module = self.backend.parse(ir, f"kernel {self.spec.name!r}")
+                violations = sandbox.check_module(module) \
+                    if self.static_check else []  # TEMP
+        except R3Error as exc:
+            raise Rejected(COMPILE_ERROR, "compile_error", str(exc)) from None
+        if violations:
+            raise Rejected(SANDBOX_VIOLATION, getattr(violations[0], "kind", "forbidden_symbol"), sandbox.advice(violations),
+                           symbols=sorted({v.symbol for v in violations}))
+        return CompiledCandidate(ir, pattern_ir, {"clang": clang_seconds})

@@ -1,0 +1,249 @@
+"""The verdict on a candidate, computed in the parent process, never where candidate code runs.
+
+The judge plans the input sets (cases) a candidate is run on: the recordings as they were,
+aliasing included; perturbed copies (float and integer data, float scalars); and the
+smallest recording at nearby problem sizes. It learns what each case must produce from the
+baseline before any candidate has run in the worker, keeps those expected outputs here, and
+compares what comes back: guards, untouched inputs, outputs within tolerance, two runs with
+different random poison, and the buffers the timed runs used.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..record import Recording
+from ..verify import Tolerance, compare, parse_tolerances
+from . import cases as planning
+from .buffers import check_guards, poison_for, split_storage
+from .protocol import WRONG_OUTPUT, KernelSpec, Rejected
+from .settings import ReplaySettings
+
+
+@dataclass
+class Case:
+    """One input set, and once the baseline has run on it, what a candidate must produce."""
+
+    label: str
+    origin: str                      # recorded, fresh, derived or reserve
+    scalars: dict
+    slots: list[planning.Slot]
+    recording: Recording | None = None
+    expected: dict[int, np.ndarray] = field(default_factory=dict)
+    written_mask: dict[int, np.ndarray | None] = field(default_factory=dict)
+    output_only: set[int] = field(default_factory=set)
+    returned: object = None
+    weak: bool = False
+
+    @property
+    def nbytes(self) -> int:
+        return sum(slot.values.nbytes for slot in self.slots)
+
+    def layout(self) -> dict:
+        return {"scalars": self.scalars,
+                "slots": [{"params": s.params, "written": s.written} for s in self.slots]}
+
+    def fills(self, seeds: dict[int, int]) -> dict[str, int]:
+        """Poison seeds for the buffers the kernel only writes; the rest get their input."""
+        return {str(n): seeds[n] for n in self.output_only}
+
+
+class ReferenceError(Exception):
+    """The baseline itself cannot serve as the reference for a recording."""
+
+
+class Judge:
+    def __init__(self, spec: KernelSpec, settings: ReplaySettings) -> None:
+        self.spec = spec
+        self.settings = settings
+        names = tuple(p["name"] for p in spec.params)
+        self.tolerances = parse_tolerances(spec.tolerance, names, f"kernel {spec.name!r}")
+        self.cases: list[Case] = []
+
+    # -- planning and the reference -------------------------------------------------------
+    def plan(self, recordings: list[Recording]) -> list[Case]:
+        rng = np.random.default_rng(self.settings.seed)
+        planned = [Case(f"recording {r.key} ({', '.join(r.tests)})", "recorded", dict(r.scalars),
+                        planning.slots_of(r, self.spec.params), r) for r in recordings]
+        fresh = []
+        for case in planned:
+            for index in range(self.settings.fresh_inputs + self.settings.reserve_inputs):
+                origin = "fresh" if index < self.settings.fresh_inputs else "reserve"
+                scalars, slots = planning.perturb(case.scalars, case.slots, self.spec.params, rng)
+                fresh.append(Case(f"perturbed inputs #{index + 1} derived from {case.label}",
+                                  origin, scalars, slots))
+        if self.settings.derived_sizes and planned:
+            smallest = min(planned, key=lambda c: c.nbytes)
+            for scalars in planning.derived_sizes(smallest.scalars, smallest.slots,
+                                                  self.spec.params):
+                sizes = ", ".join(f"{n}={v}" for n, v in scalars.items()
+                                  if v != smallest.scalars[n])
+                fresh.append(Case(f"{smallest.label} at a derived size ({sizes})", "derived",
+                                  scalars, smallest.slots))
+        return planned + fresh
+
+    def learn(self, case: Case, run) -> None:
+        """What the baseline produces on ``case``; ``run(case, fills, guard_seed)`` runs the
+        baseline and returns ``(data, arrays)``. Raises ReferenceError when the baseline
+        cannot be trusted on it (out of bounds, not deterministic, or not the recording)."""
+        reply = run(case, {}, 1)
+        first = self._outputs(case, reply, 1)
+        again = self._outputs(case, run(case, {}, 2), 2)
+        for number in first:
+            if first[number].tobytes() != again[number].tobytes():
+                raise ReferenceError(f"the baseline gives different outputs on two runs of "
+                                     f"{case.label} (it reads memory it does not own, or is "
+                                     "not deterministic)")
+        if case.recording is not None:
+            for number, actual in first.items():
+                for name in case.slots[number].params:
+                    recorded = case.recording.outputs.get(name)
+                    problem = recorded is not None and compare(
+                        name, recorded, actual, self._tolerance(case.slots[number]))
+                    if problem:
+                        raise ReferenceError(
+                            f"the baseline does not reproduce {case.label}: {problem}; the "
+                            "recording is stale or the kernel is not deterministic. Record "
+                            "again with `pytest --r3-record`.")
+        for number, slot in enumerate(case.slots):
+            if not slot.written:
+                continue
+            probes = []
+            for seed in (11, 12):
+                probes.append(self._outputs(case, run(case, {str(number): seed}, 3), 3)[number])
+            kept = _equal_elements(probes[0], probes[1])
+            poison = [poison_for(slot.values, seed) for seed in (11, 12)]
+            untouched_hold_poison = all(
+                _equal_elements(p, q)[~kept].all() for p, q in zip(probes, poison, strict=True))
+            if kept.any() and untouched_hold_poison and \
+                    _equal_elements(probes[0], first[number])[kept].all():
+                case.output_only.add(number)
+                case.written_mask[number] = None if kept.all() else kept
+        case.expected = first
+        case.returned = reply[0].get("returned")
+        in_out = [n for n, s in enumerate(case.slots) if s.written and n not in case.output_only]
+        case.weak = bool(in_out) and not case.output_only and all(
+            _equal_elements(case.expected[n], case.slots[n].values).all() for n in in_out)
+
+    def _outputs(self, case: Case, reply, guard_seed: int) -> dict[int, np.ndarray]:
+        """Check a baseline run's guards and return its written buffers."""
+        data, arrays = reply
+        run_outputs = {}
+        for number, slot in enumerate(case.slots):
+            storage = arrays.get(str(number))
+            problem = check_guards(storage, slot.values, guard_seed + number)
+            if problem:
+                raise ReferenceError(f"the baseline writes out of bounds on {case.label}: "
+                                     f"buffer '{slot.name}' {problem}")
+            if slot.written:
+                run_outputs[number] = split_storage(storage, slot.values).copy()
+        return run_outputs
+
+    # -- judging a candidate ----------------------------------------------------------------
+    def check_run(self, case: Case, reply, guard_seed: int, seeds: dict[int, int],
+                  kind: str = "mismatch", what: str = "",
+                  check_return: bool = True) -> dict[int, np.ndarray]:
+        """Raise Rejected unless one candidate run on ``case`` matches the reference."""
+        data, arrays = reply
+        label = f"{what}{case.label}"
+        outputs = {}
+        for number, slot in enumerate(case.slots):
+            storage = arrays.get(str(number))
+            if storage is None or storage.dtype != np.uint8:
+                raise Rejected("crash", "protocol", f"the worker returned no buffer "
+                               f"'{slot.name}' for {label}")
+            problem = check_guards(storage, slot.values, guard_seed + number)
+            if problem:
+                raise Rejected(WRONG_OUTPUT, "out_of_bounds",
+                               f"out-of-bounds write on {label}: buffer '{slot.name}' {problem}",
+                               buffer=slot.name)
+            actual = split_storage(storage, slot.values)
+            if not slot.written:
+                if not _equal_elements(actual, slot.values).all():
+                    raise Rejected(WRONG_OUTPUT, "modified_input",
+                                   f"modified the read-only input '{slot.name}' on {label}",
+                                   buffer=slot.name)
+                continue
+            outputs[number] = actual
+            expected = self._expected(case, number, seeds)
+            problem = compare(slot.name, expected, actual, self._tolerance(slot))
+            if problem:
+                hint = (" (the buffer was pre-filled with random poison: the candidate must "
+                        "write every element the original writes, and no other)"
+                        if number in case.output_only else "")
+                raise Rejected(WRONG_OUTPUT, kind, f"{label}: {problem}{hint}",
+                               buffer=slot.name)
+        returned = data.get("returned")
+        if check_return and case.returned is not None:
+            if not isinstance(returned, (int, float)) or isinstance(returned, bool):
+                raise Rejected("crash", "protocol", f"the worker returned {returned!r} as the "
+                               f"return value on {label}")
+            problem = compare("return value", np.asarray(case.returned), np.asarray(returned),
+                              Tolerance())
+            if problem:
+                raise Rejected(WRONG_OUTPUT, kind, f"{label}: {problem}", buffer="return")
+        return outputs
+
+    def verify(self, run, cases: list[Case], attempts: int = 2, kind: str | None = None,
+               what: str = "") -> None:
+        """Each case run ``attempts`` times, each with its own random poison and guards; every
+        run must match the reference (a second run that does not is nondeterminism)."""
+        for case in cases:
+            for attempt in range(attempts):
+                seeds = {n: secrets.randbits(62) for n in case.output_only}
+                guard_seed = secrets.randbits(40)
+                reply = run(case, case.fills(seeds), guard_seed)
+                named = kind or ("mismatch" if attempt == 0 else "nondeterministic")
+                prefix = what or ("" if attempt == 0 else "a second run (other poison) of ")
+                self.check_run(case, reply, guard_seed, seeds, named, prefix)
+
+    def _expected(self, case: Case, number: int, seeds: dict[int, int]) -> np.ndarray:
+        """The reference, with this run's poison where the baseline writes nothing."""
+        expected = case.expected[number]
+        mask = case.written_mask.get(number)
+        if number not in case.output_only or mask is None:
+            return expected
+        return np.where(mask, expected, poison_for(case.slots[number].values, seeds[number]))
+
+    def _tolerance(self, slot: planning.Slot) -> Tolerance:
+        written = [n for n in slot.params if n in self.tolerances]
+        return self.tolerances[written[0]] if written else Tolerance()
+
+    # -- which cases serve what ----------------------------------------------------------------
+    def verifying(self) -> list[Case]:
+        """Recorded cases (weak ones only alongside a strong one), then the derived ones."""
+        recorded = [c for c in self.cases if c.origin == "recorded"]
+        strong = [c for c in recorded if not c.weak]
+        return (recorded if strong else []) + [
+            c for c in self.cases if c.origin in ("fresh", "derived")]
+
+    def reserve(self) -> list[Case]:
+        return [c for c in self.cases if c.origin == "reserve"]
+
+    def timed(self) -> list[Case]:
+        recorded = [c for c in self.cases if c.origin == "recorded"]
+        by_size = sorted(recorded, key=lambda c: c.nbytes, reverse=True)
+        return by_size[: self.settings.timing_recordings]
+
+    def describe(self) -> dict:
+        recorded = [c for c in self.cases if c.origin == "recorded"]
+        return {
+            "recordings": len(recorded),
+            "weak": [c.recording.key for c in recorded if c.weak],
+            "output_only": sorted({p for c in recorded for n in c.output_only
+                                   for p in c.slots[n].params}),
+            "timed": [c.recording.key for c in self.timed()],
+            "cases": {origin: sum(1 for c in self.cases if c.origin == origin)
+                      for origin in ("recorded", "fresh", "derived", "reserve")},
+        }
+
+
+def _equal_elements(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Elementwise bitwise equality (NaN payloads included), shaped like ``a``."""
+    itemsize = a.dtype.itemsize
+    left = np.ascontiguousarray(a).view(np.uint8).reshape(-1, itemsize)
+    right = np.ascontiguousarray(b).view(np.uint8).reshape(-1, itemsize)
+    return (left == right).all(axis=1).reshape(a.shape)

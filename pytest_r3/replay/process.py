@@ -1,0 +1,169 @@
+"""A contained worker process seen from the parent: start it, ask it things, and turn its
+death, a hang or a malformed answer into a result instead of an exception in pytest."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import signal
+import subprocess
+import sys
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from . import containment, protocol
+from .protocol import Rejected, Result
+from .settings import ReplaySettings
+
+DEFAULT_ADDRESS_SPACE = 8 * 1024**3
+# Workers die with the thread that started them (PR_SET_PDEATHSIG): start them all from one
+# thread that lives as long as this process, whichever thread asks for a restart.
+_spawner = concurrent.futures.ThreadPoolExecutor(max_workers=1,
+                                                 thread_name_prefix="r3-worker-spawner")
+# one thread per worker is plenty for the libraries it imports; no threads before containment
+_WORKER_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+class WorkerDied(Exception):
+    """The worker died, hung or broke the protocol; ``result`` says how."""
+
+    def __init__(self, result: Result) -> None:
+        super().__init__(result.reason())
+        self.result = result
+
+
+class WorkerProcess:
+    """One ``python -m pytest_r3.replay.worker`` process and its two pipes."""
+
+    def __init__(self, settings: ReplaySettings, address_space: int = DEFAULT_ADDRESS_SPACE,
+                 log_path: str | Path | None = None) -> None:
+        self.settings = settings
+        self.address_space = address_space
+        self.log_path = log_path
+        self._process: subprocess.Popen | None = None
+        self._writer: Connection | None = None
+        self._reader: Connection | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._process is None else self._process.pid
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None
+
+    def spawn(self) -> None:
+        parent_read, child_write = os.pipe()
+        child_read, parent_write = os.pipe()
+        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
+        try:
+            self._process = _spawner.submit(
+                subprocess.Popen,
+                [sys.executable, "-m", "pytest_r3.replay.worker", str(child_read),
+                 str(child_write), str(self.address_space)],
+                pass_fds=(child_read, child_write), env={**os.environ, **_WORKER_ENV},
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+            ).result()
+        finally:
+            os.close(child_read)
+            os.close(child_write)
+            if log is not subprocess.DEVNULL:
+                log.close()
+        self._reader = Connection(parent_read, writable=False)
+        self._writer = Connection(parent_write, readable=False)
+
+    def ask(self, event: str, data: dict, timeout: float, arrays: dict | None = None):
+        """The worker's answer ``(event, data, arrays)``; WorkerDied if it died, hung or
+        answered with anything but a well-formed message, Rejected if it refused."""
+        if self._writer is None or self._reader is None or self._process is None:
+            raise WorkerDied(Result(protocol.CRASH, diagnostics=["the worker is not running"],
+                                    details={"kind": "signal"}))
+        try:
+            protocol.send(self._writer, event, data, protocol.CLIENT_EVENTS, arrays)
+            if not self._reader.poll(timeout):
+                self.kill()
+                raise WorkerDied(Result(protocol.TIMEOUT, diagnostics=[
+                    f"no answer within {timeout:g} s; the worker was killed"],
+                    details={"kind": "timeout"}))
+            answer, reply, returned = protocol.receive(self._reader, protocol.WORKER_EVENTS)
+        except (EOFError, OSError):
+            raise WorkerDied(self._death()) from None
+        except protocol.ProtocolError as exc:
+            self.kill()
+            raise WorkerDied(Result(protocol.CRASH, diagnostics=[
+                f"the worker broke the protocol ({exc}); it was killed"],
+                details={"kind": "protocol"})) from None
+        if answer == "error":
+            self.kill()
+            raise WorkerDied(Result(protocol.CRASH, diagnostics=[
+                f"the worker failed: {reply.get('message')}"],
+                details={"kind": "worker_error", "traceback": reply.get("traceback", "")}))
+        if answer == "rejected":
+            raise Rejected(str(reply.get("status", protocol.COMPILE_ERROR)),
+                           str(reply.get("kind", "compile_error")), str(reply.get("message")))
+        return answer, reply, returned
+
+    def _death(self) -> Result:
+        assert self._process is not None
+        try:
+            code = self._process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            code = None
+        self.kill()
+        return death_result(code, self.settings)
+
+    def close(self) -> None:
+        """Ask the worker to stop, then make sure it has."""
+        if self._process is None:
+            return
+        try:
+            if self._process.poll() is None and self._writer is not None:
+                self._writer.send_bytes(protocol.encode("shutdown", {}, protocol.CLIENT_EVENTS))
+                self._process.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        self.kill()
+
+    def kill(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            try:
+                os.killpg(self._process.pid, signal.SIGKILL)
+            except OSError:
+                self._process.kill()
+        if self._process is not None:
+            self._process.wait()
+        for connection in (self._reader, self._writer):
+            if connection is not None:
+                connection.close()
+        self._process = self._reader = self._writer = None
+
+
+def death_result(code: int | None, settings: ReplaySettings) -> Result:
+    """What a worker's exit status says about the candidate that was running."""
+    if code is not None and code < 0 and -code == signal.SIGALRM:
+        return Result(protocol.TIMEOUT, diagnostics=[
+            f"a kernel run exceeded its limit of {settings.run_timeout:g} s (infinite loop?) or "
+            f"compiling exceeded {settings.compile_timeout:g} s (code explosion from "
+            "unrolling?); the worker was stopped"], details={"kind": "timeout"})
+    if code is not None and containment.is_sandbox_violation(code):
+        return Result(protocol.SANDBOX_VIOLATION, diagnostics=[containment.VIOLATION_MESSAGE],
+                      details={"kind": "syscall", "signal": "SIGSYS"})
+    if code is not None and code < 0:
+        name = signal.Signals(-code).name
+        hint = {"SIGSEGV": "invalid memory access (out of bounds, null pointer, stack "
+                           "overflow, or an allocation that failed under the "
+                           "address-space limit)",
+                "SIGBUS": "misaligned or invalid memory access",
+                "SIGFPE": "arithmetic fault (integer division by zero?)",
+                "SIGILL": "illegal instruction",
+                "SIGKILL": "killed (out of memory?)"}.get(name, "")
+        return Result(protocol.CRASH, diagnostics=[
+            f"the worker died with {name}" + (f": {hint}" if hint else "")],
+            details={"kind": "signal", "signal": name})
+    if code == protocol.DEVICE_FAULT_EXIT:
+        return Result(protocol.CRASH, diagnostics=[
+            "the kernel faulted on the GPU (illegal or misaligned address, trap...); the "
+            "worker ended because its CUDA context was unusable (driver message in the "
+            "worker log)"], details={"exit_code": code, "kind": "device_fault"})
+    return Result(protocol.CRASH, diagnostics=[f"the worker exited with code {code}"],
+                  details={"exit_code": code, "kind": "exit"})

@@ -1,0 +1,217 @@
+"""What a replay worker does with candidate code: load variants from IR, run them on the
+cases the judge sent, and time them against the baseline.
+
+It computes no verdict. It never sees an expected output: every run returns the raw
+buffers (guards included) and the judge, in the parent process, decides. Its process is
+assumed compromised as soon as a candidate has run in it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..backends import get_backend
+from ..errors import KernelFault, LaunchError, R3Error
+from ..launch import LaunchConfig
+from ..pipeline import Pipeline
+from ..signature import Param, Signature
+from . import protocol
+from .buffers import GuardedBuffer
+from .protocol import KernelSpec
+from .settings import ReplaySettings
+from .timing import interleaved_speedup
+
+
+class RunRejected(Exception):
+    """The backend refused a variant (LLVM failed, the device refused the launch)."""
+
+    def __init__(self, status: str, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.kind = status, kind
+
+
+@dataclass
+class Slot:
+    """One buffer of a case and the parameters passed it (more than one when they aliased)."""
+
+    params: list[str]
+    written: bool
+    values: np.ndarray
+
+
+@dataclass
+class WorkerCase:
+    scalars: dict
+    slots: list[Slot]
+
+
+def signature_of(spec: KernelSpec) -> Signature:
+    return Signature(spec.entry, tuple(
+        Param(p["name"], p["ctype"], p["dtype"], p["is_pointer"], p["written"])
+        for p in spec.params), spec.return_dtype)
+
+
+class Runner:
+    def __init__(self, spec: KernelSpec, settings: ReplaySettings) -> None:
+        self.spec = spec
+        self.settings = settings
+        self.backend = get_backend(spec.backend)
+        self.signature = signature_of(spec)
+        self.launch = (LaunchConfig.from_portable(spec.launch, f"kernel {spec.name!r}")
+                       if spec.launch else None)
+        self.variants: dict[str, object] = {}
+        self.cases: list[WorkerCase] = []
+
+    # -- variants ----------------------------------------------------------------------------
+    def build(self, name: str, ir: str, pipeline: dict, tunables: dict) -> dict:
+        """Optimise and load ``ir``; a time limit (SIGALRM, which ends the process) stops
+        pass pipelines that make LLVM run for minutes."""
+        started = time.perf_counter()
+        options = {} if self.launch is None else {"launch": self.launch, "tunables": tunables}
+        signal.setitimer(signal.ITIMER_REAL, self.settings.compile_timeout)
+        try:
+            self.variants[name] = self.backend.load(
+                ir, self.spec.entry, self.signature, Pipeline.from_mapping(pipeline),
+                self.spec.name, **options)
+        except R3Error as exc:
+            raise RunRejected(protocol.COMPILE_ERROR, "compile_error", str(exc)) from None
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        return {"llvm": time.perf_counter() - started}
+
+    def drop(self, name: str) -> None:
+        if name != "baseline":
+            self.variants.pop(name, None)
+
+    # -- cases --------------------------------------------------------------------------------
+    def set_cases(self, layout: list[dict], arrays: dict[str, np.ndarray]) -> None:
+        self.cases = [
+            WorkerCase(dict(case["scalars"]), [
+                Slot(list(slot["params"]), bool(slot["written"]), arrays[f"{index}.{number}"])
+                for number, slot in enumerate(case["slots"])])
+            for index, case in enumerate(layout)]
+
+    def _arguments(self, case: WorkerCase, fills: dict, guard_seed: int):
+        """Launch arguments in parameter order; aliased parameters share one buffer."""
+        buffers = []
+        by_param = {}
+        for number, slot in enumerate(case.slots):
+            buffer = GuardedBuffer(slot.values, guard_seed + number)
+            buffer.fill(slot.values, fills.get(str(number)))
+            buffers.append(buffer)
+            for name in slot.params:
+                by_param[name] = buffer.array
+        args = [by_param[p.name] if p.is_pointer else case.scalars[p.name]
+                for p in self.signature.params]
+        return args, buffers
+
+    def _launch(self, variant: str, args: list):
+        signal.setitimer(signal.ITIMER_REAL, self.settings.run_timeout)
+        try:
+            return self.variants[variant](*args)
+        except KernelFault as fault:
+            end_worker(fault)
+        except LaunchError as exc:  # e.g. a GPU block the device refuses
+            raise RunRejected(protocol.COMPILE_ERROR, "launch", str(exc)) from None
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+    def warm_up(self) -> None:
+        """Exercise every code path once with the baseline, before the worker is sealed:
+        modules imported lazily (numpy's percentile needs numpy.ma) cannot load after."""
+        import numpy.ma  # noqa: F401
+
+        if not self.cases:
+            return
+        self.run("baseline", 0, {}, 0)
+        quick = ReplaySettings.from_dict({**self.settings.__dict__, "warmup_rounds": 0,
+                                          "timing_rounds": 1, "min_timing_rounds": 1,
+                                          "min_sample_seconds": 0.0})
+        args = [self._arguments(self.cases[0], {}, 0)[0] for _ in range(2)]
+        baseline = self.variants["baseline"]
+        interleaved_speedup(self.backend, baseline, baseline, args[:1], args[1:], quick)
+
+    # -- requests -----------------------------------------------------------------------------
+    def run(self, variant: str, case_index: int, fills: dict, guard_seed: int):
+        """One launch on fresh guarded buffers; every buffer comes back whole."""
+        case = self.cases[case_index]
+        args, buffers = self._arguments(case, fills, guard_seed)
+        returned = self._launch(variant, args)
+        return {"returned": _plain(returned)}, {
+            str(number): buffer.storage for number, buffer in enumerate(buffers)}
+
+    def time(self, variant: str, case_indices: list[int], guard_seed: int,
+             checks: list[dict]):
+        """Interleaved timing against the baseline, then the candidate again on each set of
+        buffers the timing used, as many launches in a row as a timed sample made, refilled
+        as the judge asks (``checks``: the fills of even and odd launches): a variant that
+        skips work on buffers it has seen before shows in the last two, which the judge
+        checks."""
+        sets = {"base": [], "cand": []}
+        for offset, which in enumerate(sets):
+            for index in case_indices:
+                sets[which].append(self._arguments(self.cases[index], {},
+                                                   guard_seed + 1000 * (offset + 1) + index))
+        try:
+            timing = interleaved_speedup(
+                self.backend, self.variants["baseline"], self.variants[variant],
+                [args for args, _ in sets["base"]], [args for args, _ in sets["cand"]],
+                self.settings)
+        except KernelFault as fault:
+            end_worker(fault)
+        # the set of buffers the candidate ran on last (timing trades them every other round)
+        last_round = self.settings.warmup_rounds + timing["rounds"] - 1
+        last_set = sets["base" if last_round // 2 % 2 else "cand"]
+        arrays = {}
+        for position, (args, buffers) in enumerate(last_set):
+            # as many launches in a row on these buffers as one timed sample made, each on
+            # refilled buffers; the last two come back
+            case = self.cases[case_indices[position]]
+            launches = max(2, timing["repeats"][position])
+            for launch in range(launches):
+                for number, (buffer, slot) in enumerate(zip(buffers, case.slots, strict=True)):
+                    buffer.fill(slot.values, checks[launch % 2][position].get(str(number)))
+                self._launch(variant, args)
+                if launch >= launches - 2:
+                    for number, buffer in enumerate(buffers):
+                        arrays[f"{position}.{number}.{launch % 2}"] = buffer.storage.copy()
+        arrays["set"] = np.array([0 if last_set is sets["base"] else 1], dtype=np.int64)
+        return {"timing": timing}, arrays
+
+
+    def call(self, layout: dict, arrays: dict[str, np.ndarray]):
+        """One launch of the loaded variant on the caller's values (an oracle test's call,
+        forwarded); the written buffers come back."""
+        case = WorkerCase(dict(layout["scalars"]), [
+            Slot(list(slot["params"]), bool(slot["written"]), arrays[str(number)].copy())
+            for number, slot in enumerate(layout["slots"])])
+        by_param = {name: slot.values for slot in case.slots for name in slot.params}
+        args = [by_param[p.name] if p.is_pointer else case.scalars[p.name]
+                for p in self.signature.params]
+        returned = self._launch("baseline", args)
+        return {"returned": _plain(returned)}, {
+            str(number): slot.values for number, slot in enumerate(case.slots) if slot.written}
+
+
+def _plain(value: object) -> object:
+    """A return value as JSON can carry it (numpy scalars included)."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    return float(value)
+
+
+def end_worker(fault: KernelFault) -> None:
+    """A fault on a GPU leaves its context unusable: end this worker the way a crash would,
+    so the client reports a crash for this candidate and starts a fresh worker."""
+    print(f"pytest-r3 replay worker: {fault}", file=sys.stderr, flush=True)
+    os._exit(protocol.DEVICE_FAULT_EXIT)
