@@ -26,10 +26,12 @@ class ToolchainError(R3Error, RuntimeError):
 class CompileError(R3Error):
     """clang rejected the kernel source; ``diagnostics`` holds its message verbatim."""
 
-    def __init__(self, message: str, diagnostics: str = "", command: list[str] | None = None):
+    def __init__(self, message: str, diagnostics: str = "", command: list[str] | None = None,
+                 kind: str = "compile_error"):
         super().__init__(message)
         self.diagnostics = diagnostics
         self.command = command or []
+        self.kind = kind  # "forbidden_include" when a rewrite reached for another file
 
 
 class EntryNotFoundError(DeclarationError):

@@ -1,17 +1,17 @@
-"""Deciding whether a candidate's outputs are right: tolerances, poison, guards, fresh inputs.
+"""Deciding whether a candidate's outputs are right, and deriving new problems to judge it on.
 
-A candidate is compared with what the baseline produced, buffer by buffer:
-integers exactly, floats within a relative/absolute (or norm) tolerance, and NaN or Inf
-only where the reference has them. Output buffers are filled with poison before each run
-and surrounded by guard regions, so code that skips work or writes out of bounds shows.
+Comparison: a candidate is compared with what the baseline produced, buffer by buffer
+(``compare``): integers exactly, floats within a relative/absolute (or norm) tolerance
+(``Tolerance``, ``parse_tolerances``), and NaN or Inf only where the reference has them.
 
-A candidate is assumed to cheat, so nothing it could recognise is fixed: poison and guard
-bytes are random, drawn from seeds (``poison_bytes``, ``guard_bytes``) so that a process
-that never runs candidate code can regenerate them and judge what came back
-(``check_guards``, ``write_mask``, ``compare_masked``). New problems derived from a
-recording change float data, integer data (``perturbed_integers``), float scalars
-(``perturbed_scalars``) and problem sizes (``derived_sizes``), so memorised answers,
-hard-coded constants and missing remainder loops fail.
+Fresh inputs: new problems derived from a recording change float data (``perturbed``),
+integer data (``perturbed_integers``), float scalars (``perturbed_scalars``) and problem
+sizes (``derived_sizes``), so memorised answers, hard-coded constants and missing remainder
+loops fail.
+
+Guard regions and poison around the buffers a candidate writes live in
+``replay/buffers.py``; ``GUARD_BYTES`` here is the guard size the CUDA backend allows for
+when it copies a guarded buffer to the device.
 """
 
 from __future__ import annotations
@@ -24,12 +24,6 @@ import numpy as np
 from .errors import DeclarationError
 
 GUARD_BYTES = 4096
-_GUARD_BYTE = 0xA5  # the old fixed guard byte; GuardedBuffer(guard_bytes=_GUARD_BYTE) still works
-# fixed byte patterns, kept for callers that poison with a pattern; new code uses random
-# poison from ``poison_bytes`` (a candidate can recognise a fixed pattern)
-POISON_PATTERNS = (0xFF, 0x7B)
-
-Seed = int | Sequence[int]  # anything np.random.default_rng accepts as a seed
 
 
 @dataclass(frozen=True)
@@ -142,170 +136,6 @@ def _describe(name: str, expected: np.ndarray, actual: np.ndarray, wrong: np.nda
         if finite.size:
             message += f"; max abs error {finite.max():.3g}"
     return message
-
-
-# -- random poison and guard bytes ----------------------------------------------------------
-#
-# Poison and guards are random bytes from numpy's default generator seeded with ``seed``:
-# ``np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8)``. The same seed gives
-# the same bytes in every process (and on every platform numpy supports), so the process
-# that judges a run can regenerate exactly what the process that ran the kernel used.
-
-
-def _random_bytes(rng: np.random.Generator, count: int) -> np.ndarray:
-    return rng.integers(0, 256, count, dtype=np.uint8)
-
-
-def _generator(rng: np.random.Generator | Seed | None) -> np.random.Generator:
-    return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-
-
-def poison_bytes(nbytes: int, seed: Seed) -> np.ndarray:
-    """The random poison (``nbytes`` uint8 values) a buffer holds in a run with ``seed``."""
-    return _random_bytes(np.random.default_rng(seed), int(nbytes))
-
-
-def poison_array(like: np.ndarray, seed: Seed) -> np.ndarray:
-    """``poison_bytes`` for a buffer shaped like ``like``, as an array of its dtype and shape:
-    what the elements a kernel does not write still hold after a run poisoned with ``seed``."""
-    return poison_bytes(like.nbytes, seed).view(like.dtype).reshape(like.shape)
-
-
-def guard_length(dtype: np.dtype | str | type) -> int:
-    """Bytes in each guard region: at least GUARD_BYTES, a whole number of elements."""
-    itemsize = max(np.dtype(dtype).itemsize, 1)
-    return -(-GUARD_BYTES // itemsize) * itemsize
-
-
-def guard_bytes(guard_len: int, seed: Seed) -> tuple[np.ndarray, np.ndarray]:
-    """The random bytes (before, after) of a buffer's two guards, each ``guard_len`` long.
-
-    ``GuardedBuffer(like, rng=seed)`` (an int or sequence seed, not a Generator) uses exactly
-    these, with ``guard_len = guard_length(like.dtype)``.
-    """
-    both = _random_bytes(np.random.default_rng(seed), 2 * int(guard_len))
-    return both[:guard_len], both[guard_len:]
-
-
-def _guard_part(value: object, guard_len: int, which: str) -> np.ndarray:
-    if isinstance(value, (int, np.integer)):
-        if not 0 <= int(value) <= 255:
-            raise ValueError(f"guard byte {value!r} is not in 0..255")
-        return np.full(guard_len, int(value), dtype=np.uint8)
-    part = np.frombuffer(value, dtype=np.uint8) if isinstance(value, (bytes, bytearray)) \
-        else np.asarray(value).reshape(-1).view(np.uint8)
-    if part.size != guard_len:
-        raise ValueError(f"the {which} guard has {part.size} byte(s); this buffer's guards "
-                         f"have {guard_len}")
-    return part
-
-
-def _guard_pair(guard_len: int, rng, explicit) -> tuple[np.ndarray, np.ndarray]:
-    if explicit is None:
-        both = _random_bytes(_generator(rng), 2 * guard_len)
-        before, after = both[:guard_len], both[guard_len:]
-    elif isinstance(explicit, (int, np.integer)):
-        before = after = _guard_part(explicit, guard_len, "")
-    else:
-        first, second = explicit
-        before = _guard_part(first, guard_len, "leading")
-        after = _guard_part(second, guard_len, "trailing")
-    before, after = before.copy(), after.copy()
-    before.flags.writeable = after.flags.writeable = False
-    return before, after
-
-
-def check_guards(raw: np.ndarray, guard_len: int, guard_before: np.ndarray | int,
-                 guard_after: np.ndarray | int) -> str | None:
-    """None if a guarded storage's guards still hold their bytes, else what was overwritten.
-
-    ``raw`` is the whole storage as bytes, ``guard | data | guard`` (what
-    ``GuardedBuffer.storage_bytes()`` returns, e.g. sent back by the process that ran the
-    kernel); ``guard_before``/``guard_after`` are the guard bytes it was given (arrays of
-    ``guard_len`` uint8, or one byte value each).
-    """
-    raw = np.ascontiguousarray(raw).reshape(-1).view(np.uint8)
-    if raw.size < 2 * guard_len:
-        return (f"came back with {raw.size} byte(s), fewer than its two guards' "
-                f"{2 * guard_len}")
-    before = raw[:guard_len] != _guard_part(guard_before, guard_len, "leading")
-    after = raw[raw.size - guard_len:] != _guard_part(guard_after, guard_len, "trailing")
-    if before.any():
-        return f"wrote {guard_len - int(np.argmax(before))} byte(s) before the start of the buffer"
-    if after.any():
-        offset = int(np.flatnonzero(after)[-1]) + 1
-        return f"wrote up to {offset} byte(s) past the end of the buffer"
-    return None
-
-
-def storage_data(raw: np.ndarray, guard_len: int, like: np.ndarray) -> np.ndarray:
-    """The data part of a returned guarded storage, as an array of ``like``'s dtype and
-    shape (a view of ``raw``)."""
-    raw = np.ascontiguousarray(raw).reshape(-1).view(np.uint8)
-    if raw.size != like.nbytes + 2 * guard_len:
-        raise ValueError(f"a guarded storage of {raw.size} byte(s) cannot hold {like.nbytes} "
-                         f"data byte(s) and two {guard_len}-byte guards")
-    return raw[guard_len: guard_len + like.nbytes].view(like.dtype).reshape(like.shape)
-
-
-class GuardedBuffer:
-    """An array with random guard bytes before and after it, to catch out-of-bounds writes.
-
-    The guard bytes are drawn for each buffer: from ``rng`` (a numpy Generator, or a seed:
-    then they equal ``guard_bytes(guard_length(like.dtype), seed)``), or given as
-    ``guard_bytes`` (one byte value, or a pair of ``guard_len``-byte arrays). With neither,
-    they come from fresh OS entropy. A candidate therefore cannot tell guard memory from
-    anything else, nor write back what it found there unnoticed, other than by chance.
-    """
-
-    def __init__(self, like: np.ndarray, rng: np.random.Generator | Seed | None = None,
-                 guard_bytes: int | tuple | None = None) -> None:
-        itemsize = like.dtype.itemsize
-        guard = -(-GUARD_BYTES // itemsize)
-        self._storage = np.empty(like.size + 2 * guard, dtype=like.dtype)
-        self._guard = guard
-        self.guard_len = guard * itemsize
-        self.guard_before, self.guard_after = _guard_pair(self.guard_len, rng, guard_bytes)
-        raw = self._storage.view(np.uint8)
-        raw[: self.guard_len] = self.guard_before
-        raw[self.guard_len + like.nbytes:] = self.guard_after
-        self.array = self._storage[guard: guard + like.size].reshape(like.shape)
-
-    def fill_from(self, values: np.ndarray) -> None:
-        np.copyto(self.array, values)
-
-    def poison(self, source: int | np.random.Generator | np.ndarray) -> None:
-        """Overwrite every element: with one byte ``pattern`` (an int, as before), random
-        bytes drawn from a Generator, or exactly the given bytes (``poison_bytes(...)``, or an
-        array of this buffer's dtype and shape)."""
-        data = self.array.reshape(-1).view(np.uint8)
-        if isinstance(source, (int, np.integer)):
-            data[...] = source
-        elif isinstance(source, np.random.Generator):
-            data[...] = _random_bytes(source, data.size)
-        else:
-            values = np.asarray(source)
-            if values.shape == self.array.shape and values.dtype == self.array.dtype:
-                values = np.ascontiguousarray(values).reshape(-1).view(np.uint8)
-            elif values.dtype != np.uint8 or values.size != data.size:
-                raise ValueError(f"poison of {values.dtype} {values.shape} does not fit a "
-                                 f"buffer of {self.array.dtype} {self.array.shape}")
-            data[...] = values.reshape(-1)
-
-    def poison_from_seed(self, seed: Seed) -> np.ndarray:
-        """Poison with ``poison_bytes(nbytes, seed)``; returns that poison as an array like
-        ``self.array`` (what ``poison_array(self.array, seed)`` gives in another process)."""
-        self.poison(poison_bytes(self.array.nbytes, seed))
-        return self.array.copy()
-
-    def storage_bytes(self) -> np.ndarray:
-        """A copy of the whole storage, ``guard | data | guard``, as uint8: what a worker
-        sends back so that another process can run ``check_guards`` and ``storage_data``."""
-        return self._storage.view(np.uint8).copy()
-
-    def guards_intact(self) -> str | None:
-        return check_guards(self._storage.view(np.uint8), self.guard_len, self.guard_before,
-                            self.guard_after)
 
 
 # -- fresh inputs -----------------------------------------------------------------------------
@@ -449,9 +279,9 @@ def derived_sizes(params: Sequence[Mapping | object], scalars: Mapping[str, int 
 
     Returns copies of ``scalars`` with the changes, in the order -1, -3, +3, without
     duplicates or cases that change nothing; [] if there is no size-like scalar or no
-    buffer. Deterministic. Elements a smaller problem leaves alone are the point of
-    ``write_mask``/``compare_masked``; the caller runs the baseline on each case and drops
-    those where it misbehaves (a scalar that only looked like a size).
+    buffer. Deterministic. The caller runs the baseline on each case and drops those
+    where it misbehaves (a scalar that only looked like a size); which elements a smaller
+    problem leaves alone the judge learns from two runs with different poison.
     """
     sizes = [int(np.asarray(inputs[_field(p, "name")]).size) for p in params
              if _field(p, "is_pointer") and _field(p, "name") in inputs]
@@ -487,153 +317,3 @@ def derived_sizes(params: Sequence[Mapping | object], scalars: Mapping[str, int 
         if fresh not in cases:
             cases.append(fresh)
     return cases
-
-
-# -- which elements the baseline writes -------------------------------------------------------
-
-
-def _element_bytes(array: np.ndarray) -> np.ndarray:
-    """Each element's bytes as one unsigned integer (or a row of bytes), for bitwise tests."""
-    flat = np.ascontiguousarray(array).reshape(-1)
-    itemsize = flat.dtype.itemsize
-    if itemsize in (1, 2, 4, 8):
-        return flat.view(f"u{itemsize}")
-    return flat.view(np.uint8).reshape(flat.size, itemsize)
-
-
-def same_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Elementwise: do ``a`` and ``b`` hold exactly the same bytes (NaN payloads included)?
-
-    ``b`` may also be raw bytes (uint8, ``a.nbytes`` of them), e.g. ``poison_bytes(...)``.
-    """
-    a = np.asarray(a)
-    b = np.asarray(b)
-    if b.dtype != a.dtype:
-        if b.dtype == np.uint8 and b.size == a.nbytes:
-            b = np.ascontiguousarray(b).reshape(-1).view(a.dtype)
-        else:
-            raise ValueError(f"cannot compare {a.dtype} {a.shape} with {b.dtype} {b.shape} "
-                             "bit for bit")
-    if b.size != a.size:
-        raise ValueError(f"cannot compare {a.shape} with {b.shape} bit for bit")
-    equal = _element_bytes(a) == _element_bytes(b)
-    if equal.ndim == 2:
-        equal = equal.all(axis=1)
-    return equal.reshape(a.shape)
-
-
-def _typed(values: np.ndarray, like: np.ndarray) -> np.ndarray:
-    """``values`` as an array of ``like``'s dtype and shape (raw bytes are reinterpreted)."""
-    values = np.asarray(values)
-    if values.dtype == like.dtype and values.shape == like.shape:
-        return values
-    if values.dtype == np.uint8 and values.size == like.nbytes:
-        return np.ascontiguousarray(values).reshape(-1).view(like.dtype).reshape(like.shape)
-    raise ValueError(f"{values.dtype} {values.shape} does not fit a buffer of {like.dtype} "
-                     f"{like.shape}")
-
-
-@dataclass(frozen=True)
-class WriteMask:
-    """Which elements of one output-only buffer the baseline writes, from two poisoned runs.
-
-    Every element is in exactly one of: ``written`` (same value in both runs),
-    ``untouched`` (still each run's poison), ``undetermined`` (both poisons happen to
-    coincide there and the baseline left or wrote that value: neither check applies) and
-    ``inconsistent`` (the result depends on the poison: the baseline reads the buffer
-    before writing it, or is not deterministic).
-    """
-
-    written: np.ndarray
-    untouched: np.ndarray
-    undetermined: np.ndarray
-    inconsistent: np.ndarray
-
-    @property
-    def complete(self) -> bool:
-        """Whether the baseline writes every element (then plain ``compare`` suffices)."""
-        return bool(self.written.all())
-
-    def problem(self, name: str) -> str | None:
-        """None, or why this buffer cannot be treated as output-only."""
-        if not self.inconsistent.any():
-            return None
-        count = int(self.inconsistent.sum())
-        first = np.unravel_index(int(np.argmax(self.inconsistent)), self.inconsistent.shape) \
-            if self.inconsistent.ndim else ()
-        return (f"{name}: {count} of {self.inconsistent.size} element(s) depend on the "
-                f"buffer's content before the launch (first at [{', '.join(map(str, first))}]):"
-                " the baseline reads it, or is not deterministic; treat it as an input")
-
-
-def write_mask(out_a: np.ndarray, poison_a: np.ndarray, out_b: np.ndarray,
-               poison_b: np.ndarray) -> WriteMask:
-    """Which elements the baseline writes, from its outputs under two different poisons.
-
-    ``out_a`` is the buffer after a baseline run that started from ``poison_a`` (for
-    example ``poison_array(like, seed_a)``), ``out_b`` likewise with ``poison_b``. All
-    comparisons are bit for bit, so NaN poison and NaN results are handled exactly. See
-    ``WriteMask`` for the four classes.
-    """
-    if out_a.shape != out_b.shape or out_a.dtype != out_b.dtype:
-        raise ValueError(f"the two runs' outputs differ in kind: {out_a.dtype} {out_a.shape} "
-                         f"and {out_b.dtype} {out_b.shape}")
-    poison_a, poison_b = _typed(poison_a, out_a), _typed(poison_b, out_b)
-    same = same_bits(out_a, out_b)
-    kept_a = same_bits(out_a, poison_a)
-    kept_b = same_bits(out_b, poison_b)
-    coincide = same_bits(poison_a, poison_b)
-    untouched = kept_a & kept_b & ~coincide
-    undetermined = same & kept_a & coincide
-    written = same & ~undetermined
-    inconsistent = ~(written | untouched | undetermined)
-    return WriteMask(written, untouched, undetermined, inconsistent)
-
-
-def compare_masked(name: str, expected: np.ndarray, actual: np.ndarray,
-                   written_mask: WriteMask | np.ndarray, poison_of_actual_run: np.ndarray,
-                   tolerance: Tolerance) -> str | None:
-    """Compare an output-only buffer of which the baseline writes only some elements.
-
-    Elements in ``written_mask`` (a ``WriteMask``, or a bool array of the written elements)
-    must match ``expected`` (the baseline's output; what it holds elsewhere is ignored)
-    within ``tolerance``, as ``compare`` judges them; the norm mode covers written
-    elements only. Elements the baseline leaves untouched must still hold
-    ``poison_of_actual_run`` (the poison ``actual`` started from, as an array like
-    ``actual`` or its raw bytes) bit for bit: anything else is a write outside the
-    problem the baseline solves. With a bool array every element not written counts as
-    untouched; a ``WriteMask``'s undetermined and inconsistent elements are not checked.
-    Returns None, or a short explanation.
-    """
-    if expected.shape != actual.shape:
-        return f"{name}: shape {actual.shape} differs from the expected {expected.shape}"
-    if isinstance(written_mask, WriteMask):
-        written, untouched = written_mask.written, written_mask.untouched
-    else:
-        written = np.asarray(written_mask, dtype=bool)
-        untouched = ~written
-    if written.shape != actual.shape:
-        raise ValueError(f"{name}: a mask of shape {written.shape} for a buffer of shape "
-                         f"{actual.shape}")
-    kept = same_bits(actual, _typed(poison_of_actual_run, actual))
-    if written.all():
-        problem = compare(name, expected, actual, tolerance)
-    else:
-        zero = np.zeros((), dtype=expected.dtype)
-        problem = compare(name, np.where(written, expected, zero),
-                          np.where(written, actual, zero), tolerance)
-    if problem:
-        skipped = int((written & kept).sum())
-        if skipped:
-            problem += (f"; {skipped} element(s) the baseline writes still hold the poison "
-                        "(never written)")
-        return problem
-    stray = untouched & ~kept
-    if stray.any():
-        count = int(stray.sum())
-        first = np.unravel_index(int(np.argmax(stray)), stray.shape) if stray.ndim else ()
-        index = ", ".join(map(str, first))
-        return (f"{name}: wrote element [{index}] that the baseline leaves untouched "
-                f"({count} such element(s); the baseline writes {int(written.sum())} of "
-                f"{written.size} for this problem)")
-    return None

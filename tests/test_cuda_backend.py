@@ -547,16 +547,19 @@ def test_faults_and_refusals_from_the_driver_are_translated(fake_gpu):
 
 def test_guard_regions_travel_with_the_buffer(fake_gpu):
     """A write past the end on the device lands in the replay's guard bytes on the host."""
-    from pytest_r3.verify import GuardedBuffer
+    from pytest_r3.replay.buffers import GuardedBuffer, check_guards
 
     def overrun(driver, grid, block, n, a, x, y):
         driver.array(y, np.float32, n + 1)[n] = 1.0
 
     fake_gpu.kernels["_Z5saxpyifPKfPf"] = overrun
     saxpy = declare("saxpy")
-    x, y = GuardedBuffer(np.ones(10, np.float32)), GuardedBuffer(np.ones(10, np.float32))
+    ones = np.ones(10, np.float32)
+    x, y = GuardedBuffer(ones, 1), GuardedBuffer(ones, 2)
+    x.fill(ones, None)
+    y.fill(ones, None)
     saxpy(10, 1.0, x.array, y.array)
-    assert y.guards_intact() == "wrote up to 4 byte(s) past the end of the buffer"
+    assert check_guards(y.storage, ones, 2) == "wrote up to 4 byte(s) past the end of the buffer"
     with pytest.raises(KernelFault):  # a plain array has no slack to write into
         saxpy(10, 1.0, np.ones(10, np.float32), np.ones(10, np.float32))
 

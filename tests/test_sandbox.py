@@ -3,19 +3,36 @@
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
+import llvmlite.binding as llvm
 import pytest
+from conftest import AXPY_C, SAXPY_C, SUM_C
 
-from pytest_r3 import sandbox
+from pytest_r3 import sandbox, toolchain
 from pytest_r3.backends import get_backend
+from pytest_r3.backends.cuda import CUDABackend
 from pytest_r3.source import KernelSource
 
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "example_project" / "exampleproj"
 
-def violations_of(c_source: str) -> list[sandbox.Violation]:
+
+def module_of(c_source: str):
     backend = get_backend("cpu")
     source = KernelSource(textwrap.dedent(c_source), "/virtual/candidate.c")
-    module = backend.parse(backend.compile(source, {}), "candidate")
-    return sandbox.check_module(module)
+    return backend.parse(backend.compile(source, {}), "candidate")
+
+
+def violations_of(c_source: str, baseline=None) -> list[sandbox.Violation]:
+    return sandbox.check_module(module_of(c_source), baseline)
+
+
+def cuda_module_of(path: Path, text: str | None = None, arch: str = "sm_80"):
+    backend = CUDABackend(arch)
+    source = KernelSource(path.read_text() if text is None else text, str(path),
+                          include_dirs=(str(path.parent),))
+    return backend.parse(backend.compile(source, {}), path.name)
 
 
 ALLOWED = {
@@ -144,3 +161,381 @@ def test_allowlist_covers_float_double_and_long_double_libm():
         assert name in sandbox.ALLOWED_SYMBOLS
     for name in ("system", "fopen", "syscall", "dlopen", "printf", "mmap", "exit"):
         assert name not in sandbox.ALLOWED_SYMBOLS
+
+
+# -- what got through the call-only check -----------------------------------------------------
+ATTACKS = {
+    "setjmp/longjmp reaching &system": ("""
+        #include <stdlib.h>
+        void k(long n, float *out)
+        {
+            void *buffer[5];
+            void *volatile target = (void *)&system;
+            if (__builtin_setjmp(buffer) == 0) {
+                if (target == 0) return;
+                __builtin_longjmp(buffer, 1);
+            }
+            out[0] = 1.0f;
+        }
+    """, {"llvm.eh.sjlj.setjmp": "forbidden_intrinsic", "llvm.eh.sjlj.longjmp":
+          "forbidden_intrinsic", "system": "symbol_reference"}),
+    "pointer to system stored in memory": ("""
+        #include <stdlib.h>
+        void k(long n, float *out) { *(int (**)(const char *))out = system; }
+    """, {"system": "symbol_reference"}),
+    "frame address": ("""
+        void k(long n, float *out)
+        { void *volatile frame = __builtin_frame_address(0); out[0] = frame != 0; }
+    """, {"llvm.frameaddress.p0": "forbidden_intrinsic"}),
+    "return address": ("""
+        void k(long n, float *out) { out[0] = __builtin_return_address(0) != 0; }
+    """, {"llvm.returnaddress": "forbidden_intrinsic"}),
+    "eh_return (jump to any address)": ("""
+        void k(long n, float *out) { if (n < 0) __builtin_eh_return(0L, (void *)n); out[0] = 1; }
+    """, {"llvm.eh.return.i64": "forbidden_intrinsic"}),
+    "cycle counter": ("""
+        void k(long n, float *out) { out[0] = (float)(__builtin_readcyclecounter() % 7); }
+    """, {"llvm.readcyclecounter": "forbidden_intrinsic"}),
+    "MXCSR (rounding mode of the whole process)": ("""
+        #include <immintrin.h>
+        void k(long n, float *out) { _mm_setcsr(0x7f80); out[0] = 1; }
+    """, {"llvm.x86.sse.ldmxcsr": "forbidden_intrinsic"}),
+    "static call counter": ("""
+        void k(long n, float *out) { static long calls; out[0] = ++calls > 100 ? 0.5f : 0.0f; }
+    """, {"k.calls": "mutable_state"}),
+    "file-scope mutable global": ("""
+        float bias = 0.0f;
+        void k(long n, float *out) { out[0] = bias; bias += 1.0f; }
+    """, {"bias": "mutable_state"}),
+    "static table that could change": ("""
+        static float table[2] = {1, 2};
+        void k(long n, float *out) { out[0] = table[n & 1]; }
+    """, {"table": "mutable_state"}),
+    "thread_local": ("""
+        _Thread_local int seen;
+        void k(long n, float *out) { out[0] = seen++; }
+    """, {"seen": "mutable_state"}),
+    "global initialised with system": ("""
+        #include <stdlib.h>
+        int (*const launcher)(const char *) = system;
+        void k(long n, float *out) { out[0] = 1.0f; }
+    """, {"system": "symbol_reference"}),
+    "table of function pointers": ("""
+        #include <stdlib.h>
+        void *const table[] = {(void *)exit, (void *)abort};
+        void k(long n, float *out) { out[0] = table[n] != 0; }
+    """, {"exit": "symbol_reference", "abort": "symbol_reference"}),
+    "asm-labelled constant global": ("""
+        int counter __asm__("c = constant");
+        void k(long n, float *out) { out[0] = ++counter; }
+    """, {"c = constant": "mutable_state"}),
+    "computed goto": ("""
+        void k(long n, float *out)
+        { void *where = n ? &&one : &&two; goto *where; one: out[0] = 1; two: out[1] = 2; }
+    """, {"<indirect>": "indirect_call"}),
+    "constructor": ("""
+        __attribute__((constructor)) static void at_load(void) {}
+        void k(long n, float *out) { out[0] = 1; }
+    """, {"llvm.global_ctors": "static_constructor"}),
+    "section": ("""
+        static void f(void) {}
+        __attribute__((section(".init_array"), used)) static void (*const run)(void) = f;
+        void k(long n, float *out) { out[0] = 1; }
+    """, {"run": "section"}),
+}
+
+
+@pytest.mark.parametrize("source, expected", ATTACKS.values(), ids=ATTACKS.keys())
+def test_attacks_are_refused_with_their_kind(source, expected):
+    found = {v.symbol: v.kind for v in violations_of(source)}
+    for symbol, kind in expected.items():
+        assert found.get(symbol) == kind, f"{symbol}: {found}"
+    assert set(found.values()) <= set(sandbox.KINDS)
+
+
+def test_the_kinds_of_existing_checks():
+    kinds = {name: {v.kind for v in violations_of(source)}
+             for name, (source, _, _) in FORBIDDEN.items()}
+    assert kinds["system"] == {"forbidden_symbol"}
+    assert kinds["inline asm"] == {"inline_asm"}
+    assert kinds["module-level asm defining an allowed name"] >= {"inline_asm"}
+    assert kinds["function pointer"] == {"indirect_call"}
+    assert kinds["external variable"] == {"external_variable"}
+
+
+def test_reference_is_reported_once_and_a_call_only_as_a_call():
+    violations = violations_of("""
+        #include <stdlib.h>
+        void k(long n, float *out)
+        { int (*f)(const char *) = system; out[0] = system("true") + (f != 0); }
+    """)
+    assert [(v.symbol, v.kind) for v in violations] == [("system", "forbidden_symbol")]
+
+
+def test_references_are_attributed_to_their_function_or_initializer():
+    violations = violations_of("""
+        #include <stdlib.h>
+        void *const holder = (void *)exit;
+        static void helper(float *out) { *(void **)out = (void *)abort; }
+        void k(long n, float *out) { helper(out); }
+    """)
+    described = {v.describe() for v in violations}
+    assert "reference to external function 'exit' (its address is taken) in the " \
+        "initializer of 'holder'" in described
+    assert "reference to external function 'abort' (its address is taken) in function " \
+        "'helper'" in described
+
+
+def test_patchpoint_and_stackmap_in_ir_are_refused():
+    """Intrinsics no C builtin reaches are refused by name too (IR written by hand)."""
+    toolchain.initialize_llvm()
+    module = llvm.parse_assembly("""
+        declare void @llvm.experimental.patchpoint.void(i64, i32, ptr, i32, ...)
+        declare void @llvm.experimental.stackmap(i64, i32, ...)
+        define void @k(ptr %target) {
+          call void (i64, i32, ptr, i32, ...) @llvm.experimental.patchpoint.void(
+              i64 1, i32 15, ptr %target, i32 0)
+          call void (i64, i32, ...) @llvm.experimental.stackmap(i64 2, i32 0)
+          ret void
+        }
+    """)
+    violations = sandbox.check_module(module)
+    assert {(v.symbol, v.kind) for v in violations} == {
+        ("llvm.experimental.patchpoint.void", "forbidden_intrinsic"),
+        ("llvm.experimental.stackmap", "forbidden_intrinsic")}
+    assert "patches arbitrary addresses" in violations[0].reason
+
+
+def test_stackrestore_only_of_a_saved_stack_pointer():
+    toolchain.initialize_llvm()
+    module = llvm.parse_assembly("""
+        declare ptr @llvm.stacksave.p0()
+        declare void @llvm.stackrestore.p0(ptr)
+        define void @k(ptr %anywhere) {
+          call void @llvm.stackrestore.p0(ptr %anywhere)
+          ret void
+        }
+    """)
+    assert [(v.symbol, v.kind) for v in sandbox.check_module(module)] == [
+        ("llvm.stackrestore.p0", "forbidden_intrinsic")]
+    # the slot clang keeps the saved pointer in, written with something else
+    module = llvm.parse_assembly("""
+        declare ptr @llvm.stacksave.p0()
+        declare void @llvm.stackrestore.p0(ptr)
+        define void @k(ptr %anywhere) {
+          %slot = alloca ptr
+          %saved = call ptr @llvm.stacksave.p0()
+          store ptr %saved, ptr %slot
+          store ptr %anywhere, ptr %slot
+          %back = load ptr, ptr %slot
+          call void @llvm.stackrestore.p0(ptr %back)
+          ret void
+        }
+    """)
+    assert [v.kind for v in sandbox.check_module(module)] == ["forbidden_intrinsic"]
+
+
+def test_variable_length_arrays_pass():
+    """clang frees a VLA with stackrestore of the pointer stacksave gave it."""
+    source = """
+        void k(long n, float *out)
+        {
+            for (int j = 0; j < 3; ++j) {
+                float scratch[n];
+                for (long i = 0; i < n; ++i) scratch[i] = (float)i;
+                out[j] = scratch[n - 1];
+            }
+        }
+    """
+    assert "llvm.stackrestore" in str(module_of(source))
+    assert violations_of(source) == []
+
+
+MORE_ALLOWED = {
+    "read-only tables and strings": """
+        static const float weights[4] = {0.1f, 0.2f, 0.3f, 0.4f};
+        void k(long n, float *out)
+        {
+            const char *s = "abc";
+            static const int lut[2] = {1, 2};
+            out[0] = weights[n & 3] + s[1] + lut[n & 1];
+        }
+    """,
+    "builtins and vector extensions": """
+        typedef float v8 __attribute__((ext_vector_type(8)));
+        typedef int v8i __attribute__((ext_vector_type(8)));
+        void k(long n, float *restrict out, const float *restrict x, const v8 *v, const v8i *w)
+        {
+            __builtin_assume(n > 0);
+            __builtin_prefetch(x);
+            if (__builtin_expect(n > 3, 1)) out[0] = 1;
+            out[1] = __builtin_reduce_add(*w) + __builtin_reduce_max(*v)
+                     + __builtin_elementwise_sqrt(*v)[0];
+            int r;
+            if (__builtin_smul_overflow((int)n, 3, &r)) out[2] = r;
+            out[3] = __builtin_popcount(n) + __builtin_clzl(n) + __builtin_ctzl(n)
+                     + __builtin_bswap32(n) + __builtin_bitreverse32(n);
+            __builtin_memcpy(out + 5, x, 8);
+            if (n < 0) __builtin_trap();
+        }
+    """,
+    "AVX intrinsics": """
+        #include <immintrin.h>
+        void k(long n, float *out, const float *x)
+        {
+            __m256 a = _mm256_loadu_ps(x), b = _mm256_loadu_ps(x + 8);
+            __m256 c = _mm256_hadd_ps(_mm256_fmadd_ps(a, b, a), a);
+            c = _mm256_max_ps(_mm256_rsqrt_ps(c), _mm256_round_ps(c, 0));
+            _mm256_storeu_ps(out, _mm256_blendv_ps(a, b, c));
+            _mm256_zeroupper();
+        }
+    """,
+    "alloca": """
+        void k(long n, float *out) { float *t = __builtin_alloca(n * 4); t[0] = 1; out[0] = t[0]; }
+    """,
+}
+
+
+@pytest.mark.parametrize("source", MORE_ALLOWED.values(), ids=MORE_ALLOWED.keys())
+def test_more_ordinary_kernels_pass(source):
+    assert violations_of(source) == []
+
+
+@pytest.mark.parametrize("source", [AXPY_C, SUM_C, SAXPY_C], ids=["axpy", "total", "saxpy"])
+def test_the_test_suites_kernels_pass(source):
+    assert violations_of(source) == []
+
+
+@pytest.mark.parametrize("path", sorted((EXAMPLES / "kernels").glob("*.c")), ids=lambda p: p.name)
+def test_example_kernels_pass(path):
+    backend = get_backend("cpu")
+    source = KernelSource(path.read_text(), str(path), include_dirs=(str(path.parent),))
+    for macros in ({}, {"UNROLL": 4, "VECTOR_WIDTH": 8, "BLOCK_ROWS": 16, "TILE_I": 8}):
+        module = backend.parse(backend.compile(source, macros), path.name)
+        assert sandbox.check_module(module) == []
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("path", sorted((EXAMPLES / "cuda").glob("*.cu")), ids=lambda p: p.name)
+def test_cuda_examples_pass(path, arch):
+    assert sandbox.check_module(cuda_module_of(path, arch=arch)) == []
+
+
+def test_cuda_shared_and_constant_memory_pass_but_device_globals_are_state():
+    path = EXAMPLES / "cuda" / "saxpy.cu"
+    module = cuda_module_of(path, """
+        extern __shared__ float dynamic[];
+        __constant__ float coefficients[4] = {1, 2, 3, 4};
+        __device__ const int three = 3;
+        __device__ int counter;
+        extern "C" __global__ void k(float *x)
+        {
+            __shared__ float tile[32];
+            tile[threadIdx.x] = x[threadIdx.x];
+            __syncthreads();
+            dynamic[threadIdx.x] = tile[31 - threadIdx.x] * coefficients[1] + three;
+            x[threadIdx.x] = dynamic[threadIdx.x] + atomicAdd(&counter, 1);
+        }
+    """)
+    assert [(v.symbol, v.kind) for v in sandbox.check_module(module)] == [
+        ("counter", "mutable_state")]
+
+
+def test_cuda_clocks_are_refused():
+    module = cuda_module_of(EXAMPLES / "cuda" / "saxpy.cu", """
+        extern "C" __global__ void k(long long *x) { x[0] = __nvvm_read_ptx_sreg_clock64(); }
+    """)
+    assert [(v.symbol, v.kind) for v in sandbox.check_module(module)] == [
+        ("llvm.nvvm.read.ptx.sreg.clock64", "forbidden_intrinsic")]
+
+
+def test_libdevice_is_allowed_on_the_gpu_only():
+    assert violations_of("""
+        extern float __nv_expf(float);
+        void k(long n, float *out) { out[0] = __nv_expf(out[0]); }
+    """)[0].symbol == "__nv_expf"
+
+
+# -- the baseline's own state --------------------------------------------------------------------
+BASELINE_WITH_COUNTER = """
+    static long calls;
+    long calls_so_far(void) { return calls; }
+    void k(long n, float *out) { calls++; for (long i = 0; i < n; ++i) out[i] *= 2.0f; }
+"""
+
+
+def test_candidate_keeping_the_baselines_global_passes():
+    baseline = module_of(BASELINE_WITH_COUNTER)
+    assert sandbox.writable_globals(baseline) == frozenset({("calls", "i64")})
+    candidate = """
+        static long calls;
+        long calls_so_far(void) { return calls; }
+        void k(long n, float *out)
+        { calls++; long i = 0; for (; i + 2 <= n; i += 2) { out[i] *= 2; out[i + 1] *= 2; }
+          for (; i < n; ++i) out[i] *= 2.0f; }
+    """
+    assert violations_of(candidate, baseline=baseline) == []
+    assert violations_of(candidate, baseline=sandbox.writable_globals(baseline)) == []
+    assert [v.kind for v in violations_of(candidate)] == ["mutable_state"]  # no baseline
+
+
+def test_candidate_changing_the_baselines_global_or_adding_one_is_refused():
+    summary = sandbox.writable_globals(module_of(BASELINE_WITH_COUNTER))
+    other_type = violations_of("""
+        static int calls;
+        void k(long n, float *out) { calls++; out[0] = 1; }
+    """, baseline=summary)
+    assert [(v.symbol, v.kind) for v in other_type] == [("calls", "mutable_state")]
+    added = violations_of("""
+        static long calls;
+        static long extra;
+        void k(long n, float *out) { calls++; extra++; out[0] = extra > 3; }
+    """, baseline=summary)
+    assert [(v.symbol, v.kind) for v in added] == [("extra", "mutable_state")]
+
+
+# -- advice ----------------------------------------------------------------------------------
+def test_advice_explains_each_kind_and_how_to_fix_it():
+    violations = violations_of("""
+        #include <stdlib.h>
+        void k(long n, float *out)
+        {
+            static int calls;
+            void *volatile target = (void *)&system;
+            out[0] = ++calls + (target != 0) + (__builtin_frame_address(0) != 0);
+        }
+    """)
+    assert {v.kind for v in violations} == {"mutable_state", "symbol_reference",
+                                            "forbidden_intrinsic"}
+    text = sandbox.advice(violations)
+    assert text.startswith("forbidden: ")
+    assert "writable global or static variable 'k.calls'" in text
+    assert "keep state in the arguments" in text.lower()
+    assert "remove system" in text and "address of library functions" in text
+    assert "'llvm.frameaddress.p0' (it exposes return/frame addresses)" in text
+    assert "setjmp/longjmp" in text
+
+
+def test_intrinsic_allowlist_by_exact_name_or_family():
+    for name in ("llvm.fmuladd.f32", "llvm.memcpy.p0.p0.i64", "llvm.lifetime.start.p0",
+                 "llvm.vector.reduce.fadd.v8f32", "llvm.umul.with.overflow.i64",
+                 "llvm.masked.gather.v8f32.v8p0", "llvm.experimental.noalias.scope.decl",
+                 "llvm.dbg.value", "llvm.trap", "llvm.x86.avx.hadd.ps.256"):
+        assert sandbox.intrinsic_allowed(name), name
+    for name in ("llvm.nvvm.read.ptx.sreg.tid.x", "llvm.nvvm.barrier.cta.sync.aligned.all",
+                 "llvm.nvvm.shfl.sync.down.f32", "llvm.nvvm.vote.ballot.sync",
+                 "llvm.nvvm.membar.gl", "llvm.nvvm.fence.sc.cta", "llvm.nvvm.sqrt.rn.f",
+                 "llvm.nvvm.ex2.approx.f32", "llvm.nvvm.fma.rn.f", "llvm.nvvm.rsqrt.approx.f"):
+        assert sandbox.intrinsic_allowed(name, "nvptx64-nvidia-cuda"), name
+        assert not sandbox.intrinsic_allowed(name, "x86_64-unknown-linux-gnu"), name
+    for name in ("llvm.eh.sjlj.setjmp", "llvm.eh.sjlj.longjmp", "llvm.frameaddress.p0",
+                 "llvm.returnaddress", "llvm.addressofreturnaddress.p0", "llvm.sponentry.p0",
+                 "llvm.stackrestore.p0", "llvm.experimental.patchpoint.void",
+                 "llvm.experimental.stackmap", "llvm.experimental.gc.statepoint.p0",
+                 "llvm.read_register.i64", "llvm.write_register.i64", "llvm.clear_cache",
+                 "llvm.localescape", "llvm.localrecover", "llvm.icall.branch.funnel",
+                 "llvm.init.trampoline", "llvm.adjust.trampoline", "llvm.x86.sse.ldmxcsr",
+                 "llvm.x86.rdtsc", "llvm.x86.wrfsbase.64", "llvm.readcyclecounter",
+                 "llvm.sqrtx", "llvm.memcpy.element.unordered.atomic.p0.p0.i32"):
+        assert not sandbox.intrinsic_allowed(name), name
+        assert not sandbox.intrinsic_allowed(name, "nvptx64-nvidia-cuda"), name

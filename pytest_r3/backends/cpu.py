@@ -61,6 +61,7 @@ class CPUBackend(Backend):
             include_dirs=source.include_dirs,
             extra_flags=source.extra_flags,
             debug_info=debug_info,
+            untrusted=source.untrusted,
         )
 
     def target_machine(self):

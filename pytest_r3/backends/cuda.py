@@ -123,7 +123,8 @@ class CUDABackend(Backend):
             source.text, filename=source.filename, macros=macros,
             target_flags=self.clang_flags(cuda_tools.find_libdevice() is not None),
             language=self.language, include_dirs=source.include_dirs,
-            extra_flags=(*debug, *source.extra_flags), debug_info=debug_info)
+            extra_flags=(*debug, *source.extra_flags), debug_info=debug_info,
+            untrusted=source.untrusted)
 
     def parse(self, ir: str, where: str):
         _initialize_nvptx()

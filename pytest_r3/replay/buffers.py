@@ -33,12 +33,15 @@ class GuardedBuffer:
     def __init__(self, like: np.ndarray, guard_seed: int) -> None:
         self.dtype, self.shape = like.dtype, like.shape
         self.guard = guard_length(like.dtype)
-        self.storage = np.empty(like.nbytes + 2 * self.guard, dtype=np.uint8)
+        elements = self.guard // like.dtype.itemsize
+        # typed, so the array's base is one buffer of its own dtype: a GPU backend copies
+        # the guards along and a device write past the end lands in them
+        typed = np.empty(like.size + 2 * elements, dtype=like.dtype)
+        self.storage = typed.view(np.uint8)
         guards = random_bytes(guard_seed, 2 * self.guard)
         self.storage[: self.guard] = guards[: self.guard]
         self.storage[self.guard + like.nbytes:] = guards[self.guard:]
-        self.array = self.storage[self.guard: self.guard + like.nbytes].view(
-            like.dtype).reshape(like.shape)
+        self.array = typed[elements: elements + like.size].reshape(like.shape)
 
     def fill(self, values: np.ndarray | None, poison_seed: int | None) -> None:
         """Recorded input values, or random poison (for a buffer the kernel only writes)."""

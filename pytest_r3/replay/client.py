@@ -60,7 +60,8 @@ class ReplayServer:
         self.compiler: CandidateCompiler | None = None
         self._names = itertools.count()
         self._index: dict[int, int] = {}
-        self.worker = WorkerProcess(self.settings, address_space, log_path)
+        gpu = not getattr(get_backend(spec.backend), "address_space_cap", True)
+        self.worker = WorkerProcess(self.settings, address_space, log_path, gpu=gpu)
 
     @property
     def description(self) -> dict:

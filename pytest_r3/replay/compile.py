@@ -43,7 +43,7 @@ class CandidateCompiler:
         self.baseline_ir = self._clang(self.source, {})
         with _llvm_lock:
             module = backend.parse(self.baseline_ir, f"kernel {spec.name!r}")
-            self.baseline_state = getattr(sandbox, "writable_globals", lambda m: None)(module)  # TEMP
+            self.baseline_state = sandbox.writable_globals(module)
 
     def _clang(self, source: KernelSource, macros: dict) -> str:
         return self.backend.compile(source, {**self.spec.default_macros, **macros})
@@ -58,7 +58,7 @@ class CandidateCompiler:
             pattern_ir = self._clang(source.with_flags(PATTERN_INIT), candidate.macros) \
                 if rewrite else None
         except CompileError as exc:
-            kind = getattr(exc, "kind", None) or "compile_error"
+            kind = exc.kind
             text = exc.diagnostics or str(exc)
             first = next((line for line in text.splitlines() if "error" in line),
                          text.splitlines()[0] if text else "clang failed")
@@ -67,11 +67,11 @@ class CandidateCompiler:
         try:
             with _llvm_lock:
                 module = self.backend.parse(ir, f"kernel {self.spec.name!r}")
-                violations = sandbox.check_module(module) \
-                    if self.static_check else []  # TEMP
+                violations = sandbox.check_module(module, baseline=self.baseline_state) \
+                    if self.static_check else []
         except R3Error as exc:
             raise Rejected(COMPILE_ERROR, "compile_error", str(exc)) from None
         if violations:
-            raise Rejected(SANDBOX_VIOLATION, getattr(violations[0], "kind", "forbidden_symbol"), sandbox.advice(violations),
+            raise Rejected(SANDBOX_VIOLATION, violations[0].kind, sandbox.advice(violations),
                            symbols=sorted({v.symbol for v in violations}))
         return CompiledCandidate(ir, pattern_ir, {"clang": clang_seconds})

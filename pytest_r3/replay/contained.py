@@ -37,7 +37,8 @@ class ContainedLauncher:
                 candidate)
         except Rejected as rejected:
             raise R3Error(f"kernel {spec.name!r}: {rejected.result().reason()}") from None
-        self.worker = WorkerProcess(self.settings, address_space, log_path)
+        gpu = not getattr(backend, "address_space_cap", True)
+        self.worker = WorkerProcess(self.settings, address_space, log_path, gpu=gpu)
         self.worker.spawn()
         try:
             self.worker.ask("load", {

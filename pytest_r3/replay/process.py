@@ -36,10 +36,11 @@ class WorkerProcess:
     """One ``python -m pytest_r3.replay.worker`` process and its two pipes."""
 
     def __init__(self, settings: ReplaySettings, address_space: int = DEFAULT_ADDRESS_SPACE,
-                 log_path: str | Path | None = None) -> None:
+                 log_path: str | Path | None = None, gpu: bool = False) -> None:
         self.settings = settings
         self.address_space = address_space
         self.log_path = log_path
+        self.gpu = gpu  # the worker then keeps its GPU device files writable
         self._process: subprocess.Popen | None = None
         self._writer: Connection | None = None
         self._reader: Connection | None = None
@@ -60,7 +61,7 @@ class WorkerProcess:
             self._process = _spawner.submit(
                 subprocess.Popen,
                 [sys.executable, "-m", "pytest_r3.replay.worker", str(child_read),
-                 str(child_write), str(self.address_space)],
+                 str(child_write), str(self.address_space), "gpu" if self.gpu else "cpu"],
                 pass_fds=(child_read, child_write), env={**os.environ, **_WORKER_ENV},
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
             ).result()

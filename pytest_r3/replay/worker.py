@@ -1,4 +1,5 @@
-"""Entry point of a replay worker process: ``python -m pytest_r3.replay.worker R W [AS]``.
+"""Entry point of a replay worker process:
+``python -m pytest_r3.replay.worker R W [ADDRESS_SPACE [cpu|gpu]]``.
 
 The only process where candidate code runs. It enters its containment first (no new
 privileges, its own user and network namespace, Landlock), loads the baseline and the cases,
@@ -13,6 +14,7 @@ action kills the process, so a hung candidate ends here and the client reports a
 
 from __future__ import annotations
 
+import glob
 import os
 import resource
 import signal
@@ -145,8 +147,10 @@ def _fit_address_space(backend_name: str) -> None:
 def main(argv: list[str]) -> None:
     read_fd, write_fd = int(argv[0]), int(argv[1])
     address_space = int(argv[2]) if len(argv) > 2 else 0
-    contained = containment.enter(writable_dirs=())
-    _die_with_parent()  # after entering: a change of credentials clears it
+    # a GPU driver opens its device files read-write when the context is created, after this
+    devices = glob.glob("/dev/nvidia*") if argv[3:4] == ["gpu"] else []
+    contained = containment.enter(writable_dirs=devices)
+    _die_with_parent()
     print(f"pytest-r3 replay worker {os.getpid()}: {contained.describe()}", file=sys.stderr,
           flush=True)
     if address_space > 0:  # soft limit: a GPU backend lifts it (see on_load)

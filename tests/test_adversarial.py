@@ -1,0 +1,377 @@
+"""Hostile and cheating candidates against a real replay server: one case per attack.
+
+Each file in ``tests/adversarial/`` is a C rewrite written the way an untrusted author (a
+model, or a person) might write it to escape, to leak local files, or to pass verification
+while being wrong. Every case is evaluated by a real ``ReplayServer`` over real recordings of
+one of three base kernels, and must come back with the expected ``(status, kind)`` and a
+first diagnostic line of one line that names the class in words. The last tests check what
+the suite as a whole must leave behind: live servers, no file written outside the test's
+temporary folder, no process.
+
+Base kernels (``tests/adversarial/_base_*.c``):
+- ``scale_add``: ``y = a * x + 1``, out of place (``y`` is output-only); recorded at n = 1000
+  and n = 37 with a = 2.5.
+- ``axpy``: ``y = a * x + y`` with a benign ``static long calls`` counter of its own; recorded
+  at n = 1000 and n = 64 on separate buffers and at n = 1000 in place, ``axpy(n, a, y, y)``,
+  on small integers stored as floats with a = 2 (so every rewrite below is exact on them).
+  Every recorded size is a multiple of 8: only derived sizes catch a missing remainder loop.
+- ``prefix_sum``: inclusive prefix sum of ints, recorded at n = 200 and n = 37.
+
+Cases marked ``contained`` run with the static check turned off
+(``ReplaySettings(static_check=False)``, for testing the layers alone): they show that the
+OS containment of the worker refuses the operation by itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pytest_r3 as r3
+from pytest_r3.record import RecordingStore, capture
+from pytest_r3.replay import Candidate, KernelSpec, ReplayServer, ReplaySettings
+
+HERE = Path(__file__).parent / "adversarial"
+FAST = ReplaySettings(run_timeout=0.5, timing_rounds=3, warmup_rounds=1,
+                      min_sample_seconds=1e-4)
+ADDRESS_SPACE = 1 << 30
+REQUEST_TIMEOUT = 20.0  # a contained candidate must never hang the client this long
+
+# Words the first diagnostic line must contain for each kind of verdict (any of them).
+CLASS_WORDS = {
+    "compile_error": r"compil|error",
+    "forbidden_symbol": r"forbidden|not allowed|external (function|symbol)",
+    "inline_asm": r"assembl|\basm\b",
+    "indirect_call": r"indirect|function pointer|computed address",
+    "forbidden_intrinsic": r"intrinsic|setjmp|longjmp|frame ?address|return ?address",
+    "symbol_reference": r"reference|address of|symbol",
+    "mutable_state": r"mutable|writable|global|static|state",
+    "forbidden_include": r"include|embed",
+    "signal": r"signal|SIG[A-Z]+",
+    "timeout": r"time|limit",
+    "out_of_bounds": r"out[- ]of[- ]bounds",
+    "mismatch": r"differ|mismatch|expected|NaN",
+    "nondeterministic": r"differ|nondetermin|not deterministic",
+    "modified_input": r"modif|read-only",
+    "uninitialised": r"uninitiali[sz]ed",
+    "timed_output": r"tim(ed|ing)",
+    "syscall": r"system call|syscall|seccomp|SIGSYS",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    file: str          # tests/adversarial/<file>.c
+    kernel: str        # which base kernel it rewrites
+    expected: tuple    # accepted (status, kind) verdicts
+    contained: bool = False  # evaluated with the static check off
+
+    @property
+    def id(self) -> str:
+        return ("contained-" if self.contained else "") + self.file
+
+
+def _v(status: str, *kinds: str | None) -> tuple:
+    return tuple((status, kind) for kind in kinds)
+
+
+S, A, P = "scale_add", "axpy", "prefix_sum"
+VIOLATION, WRONG = "sandbox_violation", "wrong_output"
+CASES = [
+    # layer 1 and 2: refused before anything runs
+    Case("compile_error", S, _v("compile_error", "compile_error")),
+    Case("forbidden_system", S, _v(VIOLATION, "forbidden_symbol")),
+    Case("forbidden_fopen", S, _v(VIOLATION, "forbidden_symbol")),
+    Case("forbidden_printf", S, _v(VIOLATION, "forbidden_symbol")),
+    Case("inline_asm", S, _v(VIOLATION, "inline_asm")),
+    Case("module_asm", S, _v(VIOLATION, "inline_asm")),
+    Case("indirect_call", S, _v(VIOLATION, "indirect_call")),
+    Case("setjmp_system", S, _v(VIOLATION, "forbidden_intrinsic", "symbol_reference")),
+    Case("frame_address", S, _v(VIOLATION, "forbidden_intrinsic")),
+    Case("return_address", S, _v(VIOLATION, "forbidden_intrinsic")),
+    Case("call_counter", S, _v(VIOLATION, "mutable_state")),
+    Case("include_hostname", S, _v("compile_error", "forbidden_include")),
+    Case("include_environ", S, _v("compile_error", "forbidden_include")),
+    Case("include_dotdot", S, _v("compile_error", "forbidden_include")),
+    Case("include_secret_valid_c", S, _v("compile_error", "forbidden_include")),
+    Case("embed_secret", S, _v("compile_error", "forbidden_include")),
+    # failures while running
+    Case("segfault", S, _v("crash", "signal")),
+    Case("endless_loop", S, _v("timeout", "timeout")),
+    Case("wild_write", S, _v("crash", "signal")),
+    Case("stack_recursion", S, _v("crash", "signal")),
+    Case("wrong_answer", S, _v(WRONG, "mismatch")),
+    Case("stack_alloca", S, _v("crash", "signal")),
+    Case("oob_past_end", S, _v(WRONG, "out_of_bounds")),
+    Case("oob_before_start", S, _v(WRONG, "out_of_bounds")),
+    Case("early_exit_prefilled", S, _v(WRONG, "mismatch")),
+    Case("nan_output", S, _v(WRONG, "mismatch")),
+    Case("reads_output_memory", S, _v(WRONG, "nondeterministic", "mismatch")),
+    Case("cycle_counter", S, _v(WRONG, "nondeterministic", "mismatch")
+         + _v(VIOLATION, "forbidden_intrinsic")),
+    Case("modified_input", S, _v(WRONG, "modified_input")),
+    Case("no_op", S, _v(WRONG, "mismatch")),
+    # reward hacking: right on the recordings, wrong elsewhere
+    Case("memoised_answer", S, _v(WRONG, "mismatch")),
+    Case("hard_coded_scalar", S, _v(WRONG, "mismatch")),
+    Case("memorised_integers", P, _v(WRONG, "mismatch")),
+    Case("no_remainder_loop", A, _v(WRONG, "mismatch")),
+    Case("restrict_in_place", A, _v(WRONG, "mismatch")),
+    Case("poison_exact_patterns", S, _v(WRONG, "mismatch")),
+    Case("poison_repeated_byte", S, _v(WRONG, "mismatch")),
+    Case("guard_pattern", S, _v(WRONG, "mismatch")),
+    Case("uninitialised_stack", S, _v(WRONG, "uninitialised", "mismatch", "nondeterministic")),
+    Case("pointer_cache", A, _v(WRONG, "timed_output", "mismatch", "nondeterministic")),
+    # layer 3 alone: the static check is off, the OS containment must refuse
+    Case("os_fork", S, _v(VIOLATION, "syscall"), contained=True),
+    Case("os_execve", S, _v(VIOLATION, "syscall"), contained=True),
+    Case("os_socket", S, _v(VIOLATION, "syscall"), contained=True),
+    Case("os_raw_syscall_socket", S, _v(VIOLATION, "syscall"), contained=True),
+    Case("os_open_write", S, _v(VIOLATION, "syscall"), contained=True),
+    Case("os_open_read", S, _v(VIOLATION, "syscall"), contained=True),
+    Case("forbidden_system", S, _v(VIOLATION, "syscall"), contained=True),
+    Case("forbidden_fopen", S, _v(VIOLATION, "syscall"), contained=True),
+    # still accepted
+    Case("correct_vectorised", S, _v("ok", None)),
+    Case("correct_keeps_baseline_global", A, _v("ok", None)),
+]
+
+
+# -- recordings and servers -------------------------------------------------------------
+
+
+def _scale_add_launches() -> list[tuple]:
+    launches = []
+    for n in (1000, 37):
+        rng = np.random.default_rng(n)
+        launches.append((n, 2.5, rng.standard_normal(n).astype(np.float32),
+                         np.zeros(n, dtype=np.float32)))
+    return launches
+
+
+def _axpy_launches() -> list[tuple]:
+    rng = np.random.default_rng(7)
+
+    def small_integers(n: int) -> np.ndarray:
+        return rng.integers(-8, 9, n).astype(np.float32)
+
+    launches = [(n, 2.0, small_integers(n), small_integers(n)) for n in (1000, 64)]
+    y = small_integers(1000)
+    launches.append((1000, 2.0, y, y))  # in place: x and y are the same buffer
+    return launches
+
+
+def _prefix_sum_launches() -> list[tuple]:
+    rng = np.random.default_rng(11)
+    return [(n, rng.integers(-50, 51, n).astype(np.int32), np.zeros(n, dtype=np.int32))
+            for n in (200, 37)]
+
+
+LAUNCHES = {S: _scale_add_launches, A: _axpy_launches, P: _prefix_sum_launches}
+
+
+@dataclasses.dataclass
+class Base:
+    kernel: r3.Kernel
+    spec: KernelSpec
+    store: RecordingStore
+    keys: list[str]
+
+
+class Lab:
+    """Everything the suite starts, so the last tests can check what it leaves behind."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.canary = root / "canary"  # where candidates try to write; must stay as it is
+        self.canary.mkdir()
+        self.secret = self.canary / "secret.txt"
+        self.secret_token = f"r3-secret-{os.getpid()}-{time.time_ns()}"
+        self.secret.write_text(f"{self.secret_token} is not C\n")
+        self.secret_c = self.canary / "secret.h"
+        self.secret_c.write_text(f"#define ONE 1.0f /* {self.secret_token} */\n")
+        self.canary_listing = sorted(p.name for p in self.canary.iterdir())
+        self.bases: dict[str, Base] = {}
+        self.servers: dict[tuple[str, bool], ReplayServer] = {}
+        self.worker_pids: set[int] = set()
+
+    def base(self, name: str) -> Base:
+        if name not in self.bases:
+            folder = self.root / name
+            folder.mkdir()
+            path = folder / f"{name}.c"
+            path.write_text((HERE / f"_base_{name}.c").read_text())
+            kernel = r3.kernel(path, entry=name, name=f"adversarial_{name}")
+            store = RecordingStore(folder / "recordings")
+            launcher = kernel.build()
+            recordings = []
+            for index, args in enumerate(LAUNCHES[name]()):
+                _, recording = capture(kernel, args, lambda a=args: launcher(*a),
+                                       f"test_adversarial.py::launch_{index}")
+                recordings.append(recording)
+            keys = store.save(kernel.name, recordings, cap_bytes=1 << 26)["kept"]
+            assert len(keys) == len(recordings)
+            self.bases[name] = Base(kernel, KernelSpec.from_kernel(kernel), store, keys)
+        return self.bases[name]
+
+    def server(self, name: str, contained: bool = False) -> ReplayServer:
+        if (name, contained) not in self.servers:
+            base = self.base(name)
+            settings = FAST
+            if contained:  # the field exists only to test the layers alone
+                settings = ReplaySettings(**{**dataclasses.asdict(FAST), "static_check": False})
+            server = ReplayServer(base.spec, base.store.root, base.keys, settings,
+                                  address_space=ADDRESS_SPACE, request_timeout=REQUEST_TIMEOUT,
+                                  max_consecutive_crashes=100)
+            self.servers[name, contained] = server.start()
+            self.worker_pids.add(server.pid)
+        return self.servers[name, contained]
+
+    def target(self, case: Case) -> Path:
+        return self.canary / f"{case.id}.created"
+
+    def source(self, case: Case) -> str:
+        text = (HERE / f"{case.file}.c").read_text()
+        text = text.replace("@TARGET@", str(self.target(case)))
+        text = text.replace("@SECRET_C@", str(self.secret_c))
+        text = text.replace("@SECRET@", str(self.secret))
+        if "@TABLES@" in text:
+            text = self._memorised(text, case.kernel)
+        return text
+
+    def _memorised(self, text: str, kernel: str) -> str:
+        """Fill a memoising candidate's tables with the recorded outputs."""
+        base = self.base(kernel)
+        output = {S: "y", P: "out"}[kernel]
+        ctype = {S: "float", P: "int"}[kernel]
+        tables, picks, sizes = [], [], set()
+        for recording in base.store.load_all(base.kernel.name):
+            n = recording.scalars["n"]
+            values = recording.outputs[output]
+            literals = ", ".join(float(v).hex() + "f" if ctype == "float" else str(int(v))
+                                 for v in values)
+            tables.append(f"static const {ctype} answer_{n}[{n}] = {{{literals}}};")
+            picks.append(f"if (n == {n}) table = answer_{n};")
+            sizes.add(n)
+        assert len(sizes) == len(tables), "memoising needs one recording per size"
+        return text.replace("@TABLES@", "\n".join(tables)).replace("@PICKS@", " ".join(picks))
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    laboratory = Lab(tmp_path_factory.mktemp("adversarial"))
+    yield laboratory
+    for server in laboratory.servers.values():
+        server.close()
+
+
+# -- the cases ----------------------------------------------------------------------------
+
+
+def _secrets(lab: Lab) -> list[str]:
+    """Texts that must never appear in what a candidate is told."""
+    secrets = [lab.secret_token]
+    hostname = Path("/etc/hostname")
+    if hostname.exists() and hostname.read_text().strip():
+        secrets.append(hostname.read_text().strip())
+    environ = Path("/proc/self/environ").read_bytes().decode(errors="replace")
+    secrets += [entry for entry in environ.split("\0")
+                if "=" in entry and len(entry.partition("=")[2]) >= 8]
+    return secrets
+
+
+ABSOLUTE_PATH = re.compile(r"(?:^|[\s'\"`(<=:])/[\w.@+-]+/")
+
+
+def _assert_leaks_nothing(lab: Lab, text: str) -> None:
+    for secret in _secrets(lab):
+        assert not re.search(rf"(?<![\w-]){re.escape(secret)}(?![\w-])", text), \
+            f"the diagnostics quote a local file: {secret[:40]!r}"
+    assert not ABSOLUTE_PATH.search(text), \
+        f"the diagnostics name an absolute path: {ABSOLUTE_PATH.search(text).group(0)!r}"
+    assert str(lab.root) not in text
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_hostile_candidate_gets_its_verdict(lab, case):
+    server = lab.server(case.kernel, case.contained)
+    source = lab.source(case)
+    started = time.perf_counter()
+    result = server.evaluate(Candidate(source_text=source, label=case.id))
+    elapsed = time.perf_counter() - started
+    lab.worker_pids.add(server.pid)
+    verdict = (result.status, result.details.get("kind"))
+    assert verdict in case.expected, (
+        f"{case.id}: got {verdict}, expected one of {list(case.expected)}\n{result.summary()}")
+    assert elapsed < REQUEST_TIMEOUT, f"{case.id} took {elapsed:.1f} s"
+    if result.status == "ok":
+        assert "speedup" in result.timing, result.summary()
+    else:
+        first = result.diagnostics[0]
+        assert "\n" not in first, f"the first diagnostic is not one line:\n{first}"
+        assert re.search(CLASS_WORDS[verdict[1]], first, re.IGNORECASE), (
+            f"the first diagnostic does not name the class {verdict[1]!r}: {first}")
+    if case.file == "compile_error":
+        line = next(number for number, text in enumerate(source.splitlines(), 1)
+                    if "/* missing semicolon */" in text)
+        assert re.search(rf":{line}:", "\n".join(result.diagnostics))
+    if result.status == "compile_error":  # what a model would be told: its own text only
+        _assert_leaks_nothing(lab, "\n".join(result.diagnostics) + repr(result.details))
+    if "@TARGET@" in (HERE / f"{case.file}.c").read_text():
+        time.sleep(0.05)
+        assert not lab.target(case).exists(), f"{case.id} wrote {lab.target(case)}"
+
+
+# -- what the suite leaves behind (these run last, in file order) -----------------------
+
+
+def test_every_server_still_answers(lab):
+    for (name, contained), server in lab.servers.items():
+        assert server.ping(), f"server for {name} (contained={contained}) does not answer"
+        result = server.evaluate(Candidate(label="baseline after the suite"))
+        assert result.status == "ok", result.summary()
+        lab.worker_pids.add(server.pid)
+
+
+def test_nothing_was_written_outside_the_tmp_dir(lab):
+    assert sorted(p.name for p in lab.canary.iterdir()) == lab.canary_listing
+    for case in CASES:
+        assert not lab.target(case).exists()
+
+
+def _processes() -> list[tuple[int, int, int, int, str]]:
+    """(pid, ppid, pgid, sid, state) of every process visible in /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        found.append((int(entry.name), int(fields[1]), int(fields[2]), int(fields[3]),
+                      fields[0]))
+    return found
+
+
+def test_no_process_is_left_behind(lab):
+    for server in lab.servers.values():
+        server.close()
+    me = os.getpid()
+    workers = {pid for pid in lab.worker_pids if pid}
+    deadline = time.monotonic() + 5
+    while True:
+        left = [p for p in _processes()
+                if p[0] != me and (p[1] == me or p[0] in workers or p[2] in workers
+                                   or p[3] in workers)]
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert not left, f"processes left behind (pid, ppid, pgid, sid, state): {left}"

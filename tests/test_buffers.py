@@ -1,0 +1,278 @@
+"""Guarded buffers between the judge and the worker (replay/buffers.py): random guards and
+poison drawn from seeds, regenerated from the seed alone to judge what came back."""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from pytest_r3.replay.buffers import (
+    GUARD_BYTES,
+    GuardedBuffer,
+    check_guards,
+    guard_length,
+    poison_for,
+    random_bytes,
+    split_storage,
+)
+
+LIKES = {
+    "float32": np.linspace(-1, 1, 10, dtype=np.float32),
+    "float64": np.linspace(0, 5, 7),
+    "int32": np.arange(-6, 6, dtype=np.int32),
+    "uint8": np.arange(13, dtype=np.uint8),
+    "2-D": np.arange(12, dtype=np.float32).reshape(3, 4),
+    "empty": np.zeros(0, dtype=np.float64),
+}
+KINDS = pytest.mark.parametrize("like", LIKES.values(), ids=LIKES.keys())
+# numpy points an empty array at the start of its storage, not at the data part
+NONEMPTY = pytest.mark.parametrize("like", [v for v in LIKES.values() if v.size],
+                                   ids=[k for k, v in LIKES.items() if v.size])
+
+
+def _clobber(buffer: GuardedBuffer, index: int) -> None:
+    """Flip every bit of element ``index`` through a raw pointer, as a kernel writing
+    out[index] would (``index`` may be outside the array): each byte surely changes."""
+    size = buffer.array.itemsize
+    raw = (ctypes.c_uint8 * size).from_address(buffer.array.ctypes.data + index * size)
+    for i in range(size):
+        raw[i] ^= 0xFF
+
+
+def _guards(buffer: GuardedBuffer) -> tuple[np.ndarray, np.ndarray]:
+    return buffer.storage[: buffer.guard].copy(), buffer.storage[-buffer.guard:].copy()
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """Byte for byte (so NaN poison compares equal to itself, payload included)."""
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+# -- layout ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float32, np.int32, np.float64,
+                                   np.complex128, np.dtype("V3"), np.dtype("V12")])
+def test_guard_length_is_a_whole_number_of_elements(dtype):
+    length = guard_length(dtype)
+    assert length % np.dtype(dtype).itemsize == 0
+    assert GUARD_BYTES <= length < GUARD_BYTES + np.dtype(dtype).itemsize
+    assert GUARD_BYTES >= 4096
+
+
+@KINDS
+def test_a_guarded_buffer_looks_like_the_original(like):
+    buffer = GuardedBuffer(like, guard_seed=1)
+    assert buffer.array.shape == like.shape and buffer.array.dtype == like.dtype
+    assert buffer.array.flags.c_contiguous and buffer.array.flags.writeable
+    assert buffer.guard == guard_length(like.dtype)
+    assert buffer.storage.dtype == np.uint8
+    assert buffer.storage.size == like.nbytes + 2 * buffer.guard
+    # the array is the storage's data part, aligned to its elements
+    offset = buffer.array.__array_interface__["data"][0] - buffer.storage.ctypes.data
+    assert offset == (buffer.guard if like.size else 0) and offset % like.itemsize == 0
+
+
+# -- random guards ---------------------------------------------------------------------------
+
+
+def test_guards_are_random_and_differ_between_seeds():
+    like = np.zeros(8, np.float32)
+    first, second = GuardedBuffer(like, 5), GuardedBuffer(like, 6)
+    before, after = _guards(first)
+    # not a fixed byte a candidate could recognise
+    assert np.unique(before).size > 200 and np.unique(after).size > 200
+    assert not np.array_equal(before, after)
+    other_before, other_after = _guards(second)
+    assert (before != other_before).mean() > 0.9 and (after != other_after).mean() > 0.9
+
+
+@KINDS
+def test_the_same_seed_regenerates_the_same_guards(like):
+    seed = 31337
+    before, after = _guards(GuardedBuffer(like, seed))
+    again_before, again_after = _guards(GuardedBuffer(like.copy(), seed))
+    np.testing.assert_array_equal(before, again_before)
+    np.testing.assert_array_equal(after, again_after)
+    # the guards are the seed's bytes: before then after
+    guard = guard_length(like.dtype)
+    np.testing.assert_array_equal(np.concatenate([before, after]),
+                                  random_bytes(seed, 2 * guard))
+
+
+def test_guards_and_poison_are_the_same_in_another_process():
+    """The judge, in its own process, regenerates what the worker's buffer held."""
+    script = ("import hashlib, numpy as np\n"
+              "from pytest_r3.replay.buffers import GuardedBuffer, poison_for\n"
+              "like = np.zeros((5, 7), np.float64)\n"
+              "b = GuardedBuffer(like, 424242)\n"
+              "b.fill(None, 77)\n"
+              "print(hashlib.sha256(b.storage.tobytes()"
+              " + poison_for(like, 78).tobytes()).hexdigest())\n")
+    child = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           check=True)
+    like = np.zeros((5, 7), np.float64)
+    buffer = GuardedBuffer(like, 424242)
+    buffer.fill(None, 77)
+    here = hashlib.sha256(buffer.storage.tobytes() + poison_for(like, 78).tobytes()).hexdigest()
+    assert child.stdout.strip() == here
+
+
+# -- checking guards -------------------------------------------------------------------------
+
+
+@KINDS
+def test_intact_guards_pass(like):
+    buffer = GuardedBuffer(like, 3)
+    buffer.fill(like, None)
+    buffer.array[...] = like[::-1] if like.ndim == 1 else like  # every in-bounds write is fine
+    assert check_guards(buffer.storage, like, 3) is None
+    assert check_guards(buffer.storage.copy(), like.copy(), 3) is None  # a returned copy
+    # the judge checks against its own seed: the guards are not just any bytes
+    assert check_guards(buffer.storage, like, 4) is not None
+
+
+@NONEMPTY
+def test_a_write_just_past_the_end_is_named(like):
+    buffer = GuardedBuffer(like, 7)
+    buffer.fill(like, None)
+    _clobber(buffer, like.size)  # out[n]
+    assert check_guards(buffer.storage, like, 7) == \
+        f"wrote up to {like.itemsize} byte(s) past the end of the buffer"
+
+
+@NONEMPTY
+def test_a_write_before_the_start_is_named(like):
+    buffer = GuardedBuffer(like, 8)
+    buffer.fill(like, None)
+    _clobber(buffer, -2)  # out[-2]
+    assert check_guards(buffer.storage, like, 8) == \
+        f"wrote {2 * like.itemsize} byte(s) before the start of the buffer"
+
+
+def test_a_write_through_an_empty_buffer_is_caught():
+    like = np.zeros(0, np.float32)
+    buffer = GuardedBuffer(like, 18)
+    assert check_guards(buffer.storage, like, 18) is None
+    _clobber(buffer, 0)  # out[0] with n == 0
+    assert check_guards(buffer.storage, like, 18) is not None
+
+
+def test_far_writes_inside_the_guards_are_caught():
+    like = np.zeros(10, np.float32)
+    buffer = GuardedBuffer(like, 9)
+    last = like.size + buffer.guard // like.itemsize - 1  # the guard's last element
+    _clobber(buffer, last)
+    assert check_guards(buffer.storage, like, 9) == \
+        f"wrote up to {buffer.guard} byte(s) past the end of the buffer"
+    _clobber(buffer, last)  # put it back
+    assert check_guards(buffer.storage, like, 9) is None
+    _clobber(buffer, -buffer.guard // like.itemsize)  # the first guard's first element
+    assert check_guards(buffer.storage, like, 9) == \
+        f"wrote {buffer.guard} byte(s) before the start of the buffer"
+
+
+def test_a_write_before_the_start_is_reported_first():
+    like = np.zeros(4, np.int32)
+    buffer = GuardedBuffer(like, 10)
+    _clobber(buffer, 4)
+    _clobber(buffer, -1)
+    assert check_guards(buffer.storage, like, 10) == \
+        "wrote 4 byte(s) before the start of the buffer"
+
+
+def test_a_write_of_the_old_fixed_guard_byte_is_caught():
+    """A candidate that writes 0xA5 past the end (the old fixed guard) is not invisible."""
+    like = np.zeros(10, dtype=np.uint8)
+    buffer = GuardedBuffer(like, 11)
+    ctypes.memset(buffer.array.ctypes.data + like.nbytes, 0xA5, 64)
+    problem = check_guards(buffer.storage, like, 11)
+    assert problem is not None and "past the end of the buffer" in problem
+
+
+def test_a_storage_of_the_wrong_size_or_kind_is_rejected():
+    like = np.zeros((2, 5), np.float32)
+    storage = GuardedBuffer(like, 12).storage
+    size = like.nbytes + 2 * guard_length(like.dtype)
+    assert check_guards(storage[:-4], like, 12) == \
+        f"came back with {size - 4} bytes instead of {size}"
+    assert check_guards(np.concatenate([storage, storage[:1]]), like, 12) == \
+        f"came back with {size + 1} bytes instead of {size}"
+    assert check_guards(storage[:100], like, 12) == f"came back with 100 bytes instead of {size}"
+    # the right number of bytes, but not as bytes
+    problem = check_guards(storage.view(np.float32), like, 12)
+    assert problem is not None and problem.startswith("came back with")
+    # a storage for another dtype of the same element count does not fit either
+    assert check_guards(storage, like.astype(np.float64), 12) is not None
+
+
+# -- filling ---------------------------------------------------------------------------------
+
+
+@KINDS
+def test_fill_without_a_seed_copies_the_values(like):
+    buffer = GuardedBuffer(like, 13)
+    buffer.fill(like, None)
+    assert _same_bits(buffer.array, like)
+    assert check_guards(buffer.storage, like, 13) is None
+    # a strided view is copied element by element
+    if like.ndim == 2:
+        values = np.asfortranarray(like)
+        buffer.fill(values, None)
+        np.testing.assert_array_equal(buffer.array, like)
+
+
+@KINDS
+def test_fill_with_a_seed_poisons_with_exactly_poison_for(like):
+    buffer = GuardedBuffer(like, 14)
+    buffer.fill(like, 99)
+    assert _same_bits(buffer.array, poison_for(like, 99))  # NaN payloads too
+    assert check_guards(buffer.storage, like, 14) is None  # the guards are left alone
+    buffer.fill(None, 99)  # no values needed for a buffer the kernel only writes
+    assert _same_bits(buffer.array, poison_for(like, 99))
+    buffer.fill(None, 98)
+    if like.size:
+        assert not _same_bits(buffer.array, poison_for(like, 99))
+    assert _same_bits(buffer.array, poison_for(like, 98))
+
+
+def test_poison_is_random_and_differs_between_seeds():
+    like = np.zeros(1000, np.float32)
+    first, second = poison_for(like, 1), poison_for(like, 2)
+    assert first.dtype == like.dtype and first.shape == like.shape
+    assert np.unique(first.view(np.uint8)).size > 200  # not a pattern
+    assert (first.view(np.uint32) == second.view(np.uint32)).mean() < 0.01
+    assert _same_bits(poison_for(like, 1), first)  # the same seed: the same poison
+    assert _same_bits(poison_for(np.ones(1000, np.float32), 1), first)  # whatever the values
+
+
+# -- reading back ----------------------------------------------------------------------------
+
+
+@KINDS
+def test_split_storage_gives_back_the_data(like):
+    buffer = GuardedBuffer(like, 16)
+    buffer.fill(like, None)
+    returned = buffer.storage.copy()  # what the worker sends back
+    data = split_storage(returned, like)
+    assert data.dtype == like.dtype and data.shape == like.shape
+    assert _same_bits(data, like)
+    # a view of the storage, not a copy
+    assert np.shares_memory(data, returned) or like.size == 0
+
+
+def test_a_kernel_write_shows_in_the_split_storage_and_nowhere_else():
+    like = np.zeros((3, 4), np.int32)
+    buffer = GuardedBuffer(like, 17)
+    buffer.fill(None, 5)
+    buffer.array[1, 2] = 42
+    data = split_storage(buffer.storage.copy(), like)
+    expected = poison_for(like, 5)
+    expected[1, 2] = 42
+    np.testing.assert_array_equal(data, expected)
+    assert check_guards(buffer.storage, like, 17) is None
