@@ -41,7 +41,8 @@ def launch(spec: KernelSpec, source: str, *args, settings=None):
 
 
 def test_a_rewrite_runs_contained_and_writes_back_into_the_callers_arrays(spec):
-    unrolled = AXPY.replace("for (long i = 0;", "#pragma clang loop unroll_count(4)\n    for (long i = 0;")
+    unrolled = AXPY.replace("for (long i = 0;",
+                            "#pragma clang loop unroll_count(4)\n    for (long i = 0;")
     x = np.arange(10, dtype=np.float32)
     y = np.ones(10, dtype=np.float32)
     total = launch(spec, unrolled, 10, 2.0, x, y)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import textwrap
+import threading
 import time
 
 import numpy as np
@@ -329,6 +330,53 @@ def test_reading_a_single_bit_of_uninitialised_output_is_caught(server):
     assert result.status == "wrong_output"
     assert result.details["kind"] in ("mismatch", "nondeterministic")
     assert "random poison" in result.diagnostics[0]
+
+
+FORGED_REPLY = r"""
+extern long write(int, const void *, unsigned long);
+static void forge(void)
+{
+    /* a well-framed "outputs" answer with no buffers, on every descriptor it can reach */
+    static const char message[] = "[\"outputs\", {\"returned\": null}]";
+    unsigned char frame[4 + sizeof message - 1];
+    unsigned long size = sizeof message - 1;
+    frame[0] = 0; frame[1] = 0; frame[2] = (unsigned char)(size >> 8);
+    frame[3] = (unsigned char)size;
+    for (unsigned long i = 0; i < size; ++i) frame[4 + i] = (unsigned char)message[i];
+    for (int fd = 3; fd < 32; ++fd) write(fd, frame, sizeof frame);
+}
+"""
+
+
+def test_a_forged_reply_from_a_compromised_worker_is_a_crash(recorded):
+    """Code that writes its own answer into the worker's pipe gets nothing accepted; the
+    server replaces the worker and judges the next candidate normally."""
+    settings = dataclasses.replace(FAST, static_check=False)  # as if that layer had failed
+    with ReplayServer(recorded.spec, recorded.store.root, recorded.keys, settings,
+                      request_timeout=60) as alone:
+        forged = alone.evaluate(Candidate(source_text=FORGED_REPLY + rewrite(
+            before_loop="forge();"), label="forger"))
+        assert forged.status == "crash", forged.summary()
+        assert forged.kind == "protocol"
+        assert alone.evaluate(Candidate(label="baseline")).status == "ok"
+
+
+def test_a_worker_restarted_from_a_thread_that_ends_outlives_it(recorded):
+    """Workers die with the thread that started them: a restart asked for by a short-lived
+    thread (a tuning batch's) must not leave a worker that dies when that thread ends."""
+    with ReplayServer(recorded.spec, recorded.store.root, recorded.keys, FAST,
+                      request_timeout=60) as alone:
+        crashes = []
+        batch = threading.Thread(target=lambda: crashes.append(alone.evaluate(Candidate(
+            source_text=rewrite(before_loop="*(volatile int *)0 = 1;"), label="segfault"))))
+        batch.start()
+        batch.join()
+        assert crashes[0].status == "crash" and alone.restarts == 1
+        time.sleep(0.3)  # the restarted worker would be gone by now
+        for _ in range(3):
+            result = alone.evaluate(Candidate(label="baseline"))
+            assert result.status == "ok", result.summary()
+        assert alone.restarts == 1
 
 
 def test_server_survives_a_run_of_failures(server):

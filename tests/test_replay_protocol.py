@@ -14,7 +14,6 @@ import pytest
 import pytest_r3 as r3
 from pytest_r3.pipeline import Pipeline
 from pytest_r3.replay import protocol
-from pytest_r3.replay.settings import ReplaySettings
 from pytest_r3.replay.protocol import (
     CLIENT_EVENTS,
     WORKER_EVENTS,
@@ -25,6 +24,7 @@ from pytest_r3.replay.protocol import (
     decode,
     encode,
 )
+from pytest_r3.replay.settings import ReplaySettings
 
 SAMPLE_DATA = {
     "load": {"spec": {"name": "k"}, "settings": {"run_timeout": 1.5}, "ir": "define ..."},

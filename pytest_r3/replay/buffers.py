@@ -69,5 +69,6 @@ def check_guards(storage: np.ndarray, like: np.ndarray, guard_seed: int) -> str 
     if before.any():
         return f"wrote {guard - int(np.argmax(before))} byte(s) before the start of the buffer"
     if after.any():
-        return f"wrote up to {int(np.flatnonzero(after)[-1]) + 1} byte(s) past the end of the buffer"
+        last = int(np.flatnonzero(after)[-1]) + 1
+        return f"wrote up to {last} byte(s) past the end of the buffer"
     return None

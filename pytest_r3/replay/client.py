@@ -22,6 +22,7 @@ from .process import DEFAULT_ADDRESS_SPACE, WorkerDied, WorkerProcess
 from .protocol import Candidate, KernelSpec, Rejected, Result
 from .settings import ReplaySettings
 
+
 class ReplayError(R3Error):
     """The replay server itself cannot go on (its baseline fails, or it crashes in a loop)."""
 
@@ -179,6 +180,10 @@ class ReplayServer:
             result = self._evaluate(candidate)
         except Rejected as rejected:
             result = rejected.result()
+            if rejected.status == protocol.CRASH:  # a reply the judge could not accept: the
+                self.worker.kill()                # worker is not to be trusted any more
+                self.restarts += 1
+                self.start()
         except WorkerDied as died:
             result = died.result
             self.consecutive_crashes += 1

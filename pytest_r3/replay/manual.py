@@ -8,8 +8,8 @@ from pathlib import Path
 from ..errors import R3Error
 from ..record import RecordingStore
 from .client import ReplayServer
-from .settings import ReplaySettings
 from .protocol import Candidate, KernelSpec, Result
+from .settings import ReplaySettings
 
 SPEC_FILE = "kernel.json"
 

@@ -24,6 +24,12 @@ _spawner = concurrent.futures.ThreadPoolExecutor(max_workers=1,
 _WORKER_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
+# the one answer each request may get (besides "error" and "rejected")
+ANSWERS = {"load": "loaded", "cases": "ready", "seal": "sealed", "build": "built",
+           "run": "outputs", "call": "outputs", "time": "timed", "drop": "dropped",
+           "ping": "pong"}
+
+
 class WorkerDied(Exception):
     """The worker died, hung or broke the protocol; ``result`` says how."""
 
@@ -99,9 +105,17 @@ class WorkerProcess:
             raise WorkerDied(Result(protocol.CRASH, diagnostics=[
                 f"the worker failed: {reply.get('message')}"],
                 details={"kind": "worker_error", "traceback": reply.get("traceback", "")}))
-        if answer == "rejected":
-            raise Rejected(str(reply.get("status", protocol.COMPILE_ERROR)),
-                           str(reply.get("kind", "compile_error")), str(reply.get("message")))
+        if answer == "rejected" and event in ("build", "run", "time", "call"):
+            status = str(reply.get("status"))
+            if status not in protocol.STATUSES or status == protocol.OK:
+                status = protocol.COMPILE_ERROR
+            raise Rejected(status, str(reply.get("kind", "compile_error")),
+                           str(reply.get("message")))
+        if answer != ANSWERS.get(event):
+            self.kill()
+            raise WorkerDied(Result(protocol.CRASH, diagnostics=[
+                f"the worker answered {answer!r} to {event!r}; it was killed"],
+                details={"kind": "protocol"}))
         return answer, reply, returned
 
     def _death(self) -> Result:
