@@ -307,6 +307,7 @@ def test_hostile_candidate_gets_its_verdict(lab, case):
     elapsed = time.perf_counter() - started
     lab.worker_pids.add(server.pid)
     verdict = (result.status, result.details.get("kind"))
+    print(f"verdict {case.id}: {result.reason()[:150]}")  # shown with -s: the table of cases
     assert verdict in case.expected, (
         f"{case.id}: got {verdict}, expected one of {list(case.expected)}\n{result.summary()}")
     assert elapsed < REQUEST_TIMEOUT, f"{case.id} took {elapsed:.1f} s"
