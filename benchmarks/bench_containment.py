@@ -36,8 +36,8 @@ CHILD = r"""
 import json, sys, time
 sys.path[:0] = [sys.argv[1], sys.argv[1] + "/example_project"]
 import exampleproj  # declares the kernels
-from pytest_r3 import declaration
-from pytest_r3.record import RecordingStore
+from pytest_r3.kernel import declaration
+from pytest_r3.record.store import RecordingStore
 from pytest_r3.replay import Candidate, ReplayServer, ReplaySettings
 from pytest_r3.replay.manual import load_spec
 
@@ -72,7 +72,7 @@ def non_default_variants(count: int) -> dict[str, list[dict]]:
     sys.path[:0] = [str(ROOT), str(ROOT / "example_project")]
     import exampleproj  # noqa: F401
 
-    from pytest_r3 import declaration
+    from pytest_r3.kernel import declaration
 
     chosen = {}
     for name in KERNELS:

@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT / "example_project"))
 import exampleproj  # noqa: E402
 
 import pytest_r3  # noqa: E402
-from pytest_r3 import toolchain  # noqa: E402
+from pytest_r3.backends import clang as toolchain  # noqa: E402
 
 SECONDS_PER_KERNEL = 6.0  # target for part (a) when --repeat is not given
 MIN_PAIRS, MAX_PAIRS = 20, 2000

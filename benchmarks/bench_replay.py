@@ -40,8 +40,8 @@ sys.path.insert(0, str(EXAMPLE))
 
 import exampleproj  # noqa: E402,F401  (declares the kernels)
 
-from pytest_r3 import declaration  # noqa: E402
-from pytest_r3.record import RecordingStore  # noqa: E402
+from pytest_r3.kernel import declaration  # noqa: E402
+from pytest_r3.record.store import RecordingStore  # noqa: E402
 from pytest_r3.replay import Candidate, ReplayServer, ReplaySettings  # noqa: E402
 from pytest_r3.replay.manual import load_spec  # noqa: E402
 
@@ -62,7 +62,7 @@ FORCE_PLUGIN = textwrap.dedent('''\
 
     def pytest_configure(config):
         import exampleproj  # noqa: F401  (declares the kernels)
-        from pytest_r3 import declaration
+        from pytest_r3.kernel import declaration
 
         wanted = json.loads(os.environ["R3_BENCH_FORCE"])
         kernel = declaration.lookup(wanted["kernel"])

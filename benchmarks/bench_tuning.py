@@ -34,11 +34,11 @@ def record(r3_dir: Path) -> None:
 
 def search(kernel, recordings: Path, results: Path, optimizer: str, budget: int, workers: int,
            seed: int):
-    from pytest_r3.record import RecordingStore
+    from pytest_r3.record.store import RecordingStore
     from pytest_r3.replay import KernelSpec, ReplayServer, ReplaySettings
-    from pytest_r3.search.space import SearchSpace
+    from pytest_r3.search.parametrization import SearchSpace
+    from pytest_r3.search.results import ResultStore
     from pytest_r3.search.tuner import Budget, Tuner
-    from pytest_r3.store import ResultStore
 
     store = RecordingStore(recordings)
     spec = KernelSpec.from_kernel(kernel)

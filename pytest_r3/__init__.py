@@ -4,7 +4,7 @@ Declare a kernel with :func:`kernel`, test it with ordinary pytest tests marked
 ``@pytest.mark.r3_oracle(kernel)``, and run ``pytest --r3-tune``.
 """
 
-from .declaration import Kernel, Variant, kernel, registry
+from .backends.hookspecs import hookimpl
 from .errors import (
     BackendError,
     CompileError,
@@ -16,8 +16,9 @@ from .errors import (
     SourceNotFoundError,
     ToolchainError,
 )
-from .hookspecs import hookimpl
-from .pipeline import Pipeline
+from .kernel.declaration import Kernel, Variant, kernel, registry
+from .model.launch import cdiv
+from .model.pipeline import Pipeline
 
 __version__ = "0.1.0"
 
@@ -35,6 +36,7 @@ __all__ = [
     "ToolchainError",
     "Variant",
     "__version__",
+    "cdiv",
     "hookimpl",
     "kernel",
     "registry",

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from . import options
+from . import settings as options
 from .errors import R3Error
 
 
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _list(r3_dir: Path) -> int:
-    from .record import RecordingStore
+    from .record.store import RecordingStore
 
     store = RecordingStore(r3_dir / "recordings")
     kernels = store.kernels()
@@ -75,7 +75,7 @@ def _list(r3_dir: Path) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from .pipeline import Pipeline
+    from .model.pipeline import Pipeline
     from .replay import Candidate, ReplaySettings
     from .replay.manual import replay
 

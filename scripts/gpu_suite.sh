@@ -104,7 +104,7 @@ python - <<'EOF' | tee "$OUT/environment.txt"
 import platform
 import pytest_r3
 from pytest_r3.backends import cuda_runtime, cuda_tools, get_backend
-from pytest_r3.toolchain import find_clang
+from pytest_r3.backends.clang import find_clang
 reason = cuda_runtime.unavailable_reason()
 if reason:
     raise SystemExit(f"CUDA kernels cannot run: {reason}")

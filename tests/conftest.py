@@ -17,7 +17,8 @@ import pytest
 
 import pytest_r3 as r3
 import pytest_r3.backends.cpu  # noqa: F401
-from pytest_r3 import declaration, toolchain
+from pytest_r3.backends import clang as toolchain
+from pytest_r3.kernel import declaration
 
 AXPY_C = """\
 #ifndef UNROLL

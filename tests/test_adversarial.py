@@ -34,7 +34,7 @@ import numpy as np
 import pytest
 
 import pytest_r3 as r3
-from pytest_r3.record import RecordingStore, capture
+from pytest_r3.record.store import RecordingStore, capture
 from pytest_r3.replay import Candidate, KernelSpec, ReplayServer, ReplaySettings
 
 HERE = Path(__file__).parent / "adversarial"

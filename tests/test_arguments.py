@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import pytest_r3 as r3
-from pytest_r3.arguments import ArgumentBinder
-from pytest_r3.signature import Param, Signature
+from pytest_r3.model.arguments import ArgumentBinder
+from pytest_r3.model.signature import Param, Signature
 
 AXPY = "kernel '{name}' argument {index} ({param})"
 

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import pytest_r3 as r3
-from pytest_r3 import backends, toolchain
+from pytest_r3 import backends
+from pytest_r3.backends import clang as toolchain
 from pytest_r3.backends.base import REQUIRED_METHODS, Backend, check_backend
 from pytest_r3.backends.cpu import CPUBackend, CPULauncher
 

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 import pytest_r3 as r3
-from pytest_r3 import toolchain
+from pytest_r3.backends import clang as toolchain
 from pytest_r3.backends import get_backend
 from pytest_r3.backends.cuda import CUDABackend
-from pytest_r3.source import KernelSource
+from pytest_r3.model.source import KernelSource
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "example_project" / "exampleproj"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_r3 import toolchain
+from pytest_r3.backends import clang as toolchain
 from pytest_r3.replay import containment
 
 MODULE = Path(containment.__file__)
@@ -91,8 +91,8 @@ def test_allowed_work_keeps_working_after_seal(tmp_path, probe):
         import numpy as np
         import numpy.random  # numpy imports it lazily: nothing can be imported once sealed
         import llvmlite.binding as llvm
-        from pytest_r3 import toolchain
-        from pytest_r3.pipeline import Pipeline
+        from pytest_r3.backends import clang as toolchain
+        from pytest_r3.model.pipeline import Pipeline
         ir = open({str(ir)!r}).read()
         reader, writer = Pipe(duplex=False)
         target = toolchain.host_target()

@@ -18,11 +18,12 @@ import numpy as np
 import pytest
 
 import pytest_r3 as r3
-from pytest_r3 import Pipeline, sandbox
+from pytest_r3 import Pipeline
 from pytest_r3.backends import cuda_runtime, cuda_tools, get_backend
 from pytest_r3.backends.cuda import CUDABackend, ptx_version
 from pytest_r3.errors import KernelFault, MissingExtraError
-from pytest_r3.launch import LaunchConfig, LaunchLimits, cdiv
+from pytest_r3.model.launch import LaunchConfig, LaunchLimits, cdiv
+from pytest_r3.replay import sandbox
 
 REPO = Path(__file__).resolve().parent.parent
 CUDA_DIR = REPO / "example_project" / "exampleproj" / "cuda"
@@ -615,7 +616,7 @@ def test_replay_evaluates_cuda_candidates(fake_gpu, tmp_path):
     """The replay server's judge and the worker's runner, the worker in process: the spec
     (launch= included) crosses as JSON, candidates with other tunables build, verify and
     time, and a candidate that skips its work is caught."""
-    from pytest_r3.record import RecordingStore, capture
+    from pytest_r3.record.store import RecordingStore, capture
     from pytest_r3.replay import Candidate, KernelSpec, ReplayServer, ReplaySettings
 
     saxpy = declare("saxpy")
@@ -727,7 +728,7 @@ def test_an_illegal_address_is_a_kernel_fault():
 def test_replay_workers_run_cuda_candidates(tmp_path):
     """A real replay server: the spec crosses to a worker that lifts its address-space cap,
     builds candidates, checks and times them; a faulting rewrite is a crash, not an error."""
-    from pytest_r3.record import RecordingStore, capture
+    from pytest_r3.record.store import RecordingStore, capture
     from pytest_r3.replay import Candidate, KernelSpec, ReplayServer, ReplaySettings
 
     saxpy = real("saxpy")

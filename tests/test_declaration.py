@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import pytest_r3 as r3
-from pytest_r3 import declaration
-from pytest_r3.pipeline import Pipeline
+from pytest_r3.kernel import declaration
+from pytest_r3.model.pipeline import Pipeline
 
 # -- declaration errors -----------------------------------------------------------------------
 

@@ -57,7 +57,7 @@ def test_the_watch_sees_imports(tmp_path):
     "body",
     [
         "import pytest_r3\n",
-        "import pytest_r3.plugin\n",
+        "import pytest_r3.pytest_plugin.plugin\n",
         # declaring is cheap too: nothing is compiled until the first call
         "import pytest_r3\npytest_r3.kernel('void f(int n) { (void)n; }\\n', entry='f')\n",
     ],

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from pytest_r3.backends.clang import source_hash
 from pytest_r3.llm.archive import Archive, Elite, descriptors, loop_depth
 from pytest_r3.llm.client import LLMClient, LLMSettings
 from pytest_r3.llm.feedback import explain
 from pytest_r3.llm.parse import parse_answer
 from pytest_r3.llm.testing import Scripted, ScriptedChatServer
 from pytest_r3.replay.protocol import Result
-from pytest_r3.toolchain import source_hash
 
 NAIVE = textwrap.dedent("""\
     /* c = a @ b, row-major n x n, naive i-j-k order */

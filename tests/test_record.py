@@ -10,7 +10,7 @@ import pytest
 
 import pytest_r3 as r3
 from pytest_r3.errors import R3Error
-from pytest_r3.record import (
+from pytest_r3.record.store import (
     CorruptRecording,
     Recording,
     RecordingStore,

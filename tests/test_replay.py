@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import pytest_r3 as r3
-from pytest_r3.record import Recording, RecordingStore, capture
+from pytest_r3.record.store import Recording, RecordingStore, capture
 from pytest_r3.replay import Candidate, KernelSpec, ReplayError, ReplayServer, ReplaySettings
 
 FAST = ReplaySettings(run_timeout=0.5, timing_rounds=3, warmup_rounds=1,

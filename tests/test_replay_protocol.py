@@ -12,7 +12,7 @@ from dataclasses import asdict
 import pytest
 
 import pytest_r3 as r3
-from pytest_r3.pipeline import Pipeline
+from pytest_r3.model.pipeline import Pipeline
 from pytest_r3.replay import protocol
 from pytest_r3.replay.protocol import (
     CLIENT_EVENTS,
@@ -20,11 +20,11 @@ from pytest_r3.replay.protocol import (
     Candidate,
     KernelSpec,
     ProtocolError,
+    ReplaySettings,
     Result,
     decode,
     encode,
 )
-from pytest_r3.replay.settings import ReplaySettings
 
 SAMPLE_DATA = {
     "load": {"spec": {"name": "k"}, "settings": {"run_timeout": 1.5}, "ir": "define ..."},

@@ -9,10 +9,11 @@ import llvmlite.binding as llvm
 import pytest
 from conftest import AXPY_C, SAXPY_C, SUM_C
 
-from pytest_r3 import sandbox, toolchain
+from pytest_r3.backends import clang as toolchain
 from pytest_r3.backends import get_backend
 from pytest_r3.backends.cuda import CUDABackend
-from pytest_r3.source import KernelSource
+from pytest_r3.model.source import KernelSource
+from pytest_r3.replay import sandbox
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "example_project" / "exampleproj"

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import pytest_r3 as r3
-from pytest_r3 import toolchain
-from pytest_r3.signature import read_signature
+from pytest_r3.backends import clang as toolchain
+from pytest_r3.model.signature import read_signature
 
 MIXED_C = """\
 #include <stdint.h>

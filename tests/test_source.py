@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import pytest_r3 as r3
-from pytest_r3.source import KernelSource, load_source, looks_like_path
+from pytest_r3.model.source import KernelSource, load_source, looks_like_path
 
 
 def _import_file(path: Path, module_name: str):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_r3 import DeclarationError
-from pytest_r3.space import TuningSpace
+from pytest_r3.model.tunables import TuningSpace
 
 
 def test_first_value_is_the_default_and_constraints_filter_the_product():

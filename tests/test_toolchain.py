@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import pytest_r3 as r3
-from pytest_r3 import toolchain
+from pytest_r3.backends import clang as toolchain
 
 
 def _unique_source(entry: str) -> str:

@@ -9,7 +9,7 @@ import pytest
 import pytest_r3 as r3
 from pytest_r3.errors import DeclarationError
 from pytest_r3.replay.buffers import GuardedBuffer, check_guards, poison_for
-from pytest_r3.verify import (
+from pytest_r3.replay.verify import (
     Tolerance,
     compare,
     derived_sizes,

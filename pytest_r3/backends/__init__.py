@@ -7,8 +7,8 @@ import threading
 
 import pluggy
 
-from .. import hookspecs
 from ..errors import BackendError
+from . import hookspecs
 from .base import Backend, Launcher, check_backend
 
 __all__ = ["Backend", "Launcher", "available_backends", "get_backend", "plugin_manager"]

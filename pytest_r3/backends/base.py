@@ -6,9 +6,9 @@ import abc
 from collections.abc import Mapping, Sequence
 
 from ..errors import BackendError
-from ..pipeline import Pipeline
-from ..signature import Signature
-from ..source import KernelSource
+from ..model.pipeline import Pipeline
+from ..model.signature import Signature
+from ..model.source import KernelSource
 
 REQUIRED_METHODS = ("target_name", "compile", "inspect", "load", "launch", "time", "to_host")
 
@@ -26,7 +26,7 @@ class Backend(abc.ABC):
     name: str = ""
     language: str = "c"
     # A GPU backend's device limits: its kernels then need ``launch=`` (grid and block), and
-    # load() receives ``launch=`` (a pytest_r3.launch.LaunchConfig) and ``tunables=``.
+    # load() receives ``launch=`` (a pytest_r3.model.launch.LaunchConfig) and ``tunables=``.
     # None: kernels are plain function calls and take no launch=.
     launch_limits: object = None
     # False: the replay worker lifts its address-space cap for this backend (GPU drivers

@@ -9,14 +9,14 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .. import toolchain
-from ..arguments import ArgumentBinder
 from ..errors import DeclarationError, EntryNotFoundError
-from ..hookspecs import hookimpl
-from ..pipeline import Pipeline
-from ..signature import Signature, read_signature
-from ..source import KernelSource
+from ..model.arguments import ArgumentBinder
+from ..model.pipeline import Pipeline
+from ..model.signature import Signature, read_signature
+from ..model.source import KernelSource
+from . import clang as toolchain
 from .base import Backend, Launcher
+from .hookspecs import hookimpl
 
 _CTYPES = {
     "float32": ctypes.c_float,

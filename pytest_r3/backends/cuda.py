@@ -22,15 +22,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import toolchain
 from ..errors import CompileError, DeclarationError, ToolchainError
-from ..hookspecs import hookimpl
-from ..launch import LaunchConfig, LaunchLimits
-from ..pipeline import Pipeline
-from ..signature import Signature, read_signature
-from ..source import KernelSource
+from ..model.launch import LaunchConfig, LaunchLimits
+from ..model.pipeline import Pipeline
+from ..model.signature import Signature, read_signature
+from ..model.source import KernelSource
+from . import clang as toolchain
 from . import cuda_tools
 from .base import Backend, Launcher
+from .hookspecs import hookimpl
 
 ARCH_ENV = "PYTEST_R3_CUDA_ARCH"
 DEFAULT_ARCH = "sm_80"

@@ -20,7 +20,6 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..arguments import converters
 from ..errors import (
     BackendError,
     CompileError,
@@ -29,9 +28,9 @@ from ..errors import (
     LaunchError,
     MissingExtraError,
 )
-from ..launch import Launch, LaunchConfig, LaunchLimits
-from ..signature import Param, Signature
-from ..verify import GUARD_BYTES
+from ..model.arguments import GUARD_BYTES, converters
+from ..model.launch import Launch, LaunchConfig, LaunchLimits
+from ..model.signature import Param, Signature
 from .base import Launcher
 
 DEVICE_ENV = "PYTEST_R3_CUDA_DEVICE"

@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ..errors import CompileError, EntryNotFoundError, ToolchainError
-from ..source import KernelSource
-from ..toolchain import macro_flags
+from ..model.source import KernelSource
+from .clang import macro_flags
 
 LIBDEVICE_ENV = "PYTEST_R3_LIBDEVICE"
 HEADER = Path(__file__).resolve().parent.parent / "include" / "r3_cuda.h"

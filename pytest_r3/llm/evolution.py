@@ -15,9 +15,9 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 
 from ..replay.protocol import Candidate, Result
-from ..search.space import SearchSpace
+from ..search.parametrization import SearchSpace
+from ..search.results import ResultStore, configuration_key
 from ..search.tuner import Budget, Tuner
-from ..store import ResultStore, configuration_key
 from .archive import Archive, Elite
 from .client import LLMClient, Reply
 from .feedback import explain

@@ -2,8 +2,7 @@
 in the parent."""
 
 from .client import ReplayError, ReplayServer
-from .protocol import STATUSES, Candidate, KernelSpec, Result
-from .settings import ReplaySettings
+from .protocol import STATUSES, Candidate, KernelSpec, ReplaySettings, Result
 
 __all__ = ["STATUSES", "Candidate", "KernelSpec", "ReplayError", "ReplayServer",
            "ReplaySettings", "Result"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-GUARD_BYTES = 4096
+from ..model.arguments import GUARD_BYTES
 
 
 def random_bytes(seed: int, count: int) -> np.ndarray:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import verify
-from ..record import Recording
+from ..record.store import Recording
+from . import verify
 
 
 @dataclass

@@ -14,13 +14,12 @@ import numpy as np
 
 from ..backends import get_backend
 from ..errors import R3Error
-from ..record import RecordingStore
+from ..record.store import RecordingStore
 from . import protocol
 from .compile import CandidateCompiler
 from .judge import Case, Judge, ReferenceError
 from .process import DEFAULT_ADDRESS_SPACE, WorkerDied, WorkerProcess
-from .protocol import Candidate, KernelSpec, Rejected, Result
-from .settings import ReplaySettings
+from .protocol import Candidate, KernelSpec, Rejected, ReplaySettings, Result
 
 
 class ReplayError(R3Error):

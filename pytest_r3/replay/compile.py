@@ -12,9 +12,9 @@ import threading
 import time
 from dataclasses import dataclass
 
-from .. import sandbox
 from ..errors import CompileError, R3Error
-from ..source import KernelSource
+from ..model.source import KernelSource
+from . import sandbox
 from .protocol import COMPILE_ERROR, SANDBOX_VIOLATION, Candidate, KernelSpec, Rejected
 
 # llvmlite parses into one global context: the tuner's threads take turns

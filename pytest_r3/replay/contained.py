@@ -17,8 +17,7 @@ from ..backends import get_backend
 from ..errors import KernelFault, LaunchError, R3Error
 from .compile import CandidateCompiler
 from .process import DEFAULT_ADDRESS_SPACE, WorkerDied, WorkerProcess
-from .protocol import Candidate, KernelSpec, Rejected
-from .settings import ReplaySettings
+from .protocol import Candidate, KernelSpec, Rejected, ReplaySettings
 
 
 class ContainedLauncher:

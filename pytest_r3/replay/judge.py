@@ -15,12 +15,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..record import Recording
-from ..verify import Tolerance, compare, parse_tolerances
+from ..record.store import Recording
 from . import cases as planning
 from .buffers import check_guards, poison_for, split_storage
-from .protocol import WRONG_OUTPUT, KernelSpec, Rejected
-from .settings import ReplaySettings
+from .protocol import WRONG_OUTPUT, KernelSpec, Rejected, ReplaySettings
+from .verify import Tolerance, compare, parse_tolerances
 
 
 @dataclass

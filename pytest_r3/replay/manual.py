@@ -6,10 +6,9 @@ import json
 from pathlib import Path
 
 from ..errors import R3Error
-from ..record import RecordingStore
+from ..record.store import RecordingStore
 from .client import ReplayServer
-from .protocol import Candidate, KernelSpec, Result
-from .settings import ReplaySettings
+from .protocol import Candidate, KernelSpec, ReplaySettings, Result
 
 SPEC_FILE = "kernel.json"
 

@@ -12,8 +12,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from . import containment, protocol
-from .protocol import Rejected, Result
-from .settings import ReplaySettings
+from .protocol import Rejected, ReplaySettings, Result
 
 DEFAULT_ADDRESS_SPACE = 8 * 1024**3
 # Workers die with the thread that started them (PR_SET_PDEATHSIG): start them all from one

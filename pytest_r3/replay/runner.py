@@ -18,13 +18,12 @@ import numpy as np
 
 from ..backends import get_backend
 from ..errors import KernelFault, LaunchError, R3Error
-from ..launch import LaunchConfig
-from ..pipeline import Pipeline
-from ..signature import Param, Signature
+from ..model.launch import LaunchConfig
+from ..model.pipeline import Pipeline
+from ..model.signature import Param, Signature
 from . import protocol
 from .buffers import GuardedBuffer
-from .protocol import KernelSpec
-from .settings import ReplaySettings
+from .protocol import KernelSpec, ReplaySettings
 from .timing import interleaved_speedup
 
 

@@ -37,9 +37,8 @@ class Worker:
         protocol.send(self.connection, event, data, protocol.WORKER_EVENTS, arrays)
 
     def on_load(self, data: dict, arrays: dict) -> None:
-        from .protocol import KernelSpec
+        from .protocol import KernelSpec, ReplaySettings
         from .runner import Runner
-        from .settings import ReplaySettings
 
         spec = KernelSpec.from_dict(data["spec"])
         _fit_address_space(spec.backend)

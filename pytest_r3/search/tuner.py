@@ -16,8 +16,8 @@ from queue import Queue
 
 from ..errors import R3Error
 from ..replay.protocol import Candidate, Result
-from ..store import ResultStore, configuration_key
-from .space import SearchSpace
+from .parametrization import SearchSpace
+from .results import ResultStore, configuration_key
 
 FAILURE_LOSS = 10.0
 INVALID = "invalid"

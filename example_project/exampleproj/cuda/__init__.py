@@ -5,7 +5,7 @@ Each tunable's first value is the baseline a hand-written launch would use.
 """
 
 import pytest_r3 as r3
-from pytest_r3.launch import cdiv
+from pytest_r3 import cdiv
 
 # one thread per ITEMS elements: the grid shrinks as each thread does more
 saxpy = r3.kernel(

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..pipeline import CUSTOM_PASSES, Pipeline
+from ..model.pipeline import CUSTOM_PASSES, Pipeline
+from ..model.tunables import TuningSpace
 from ..replay.protocol import Candidate
-from ..space import TuningSpace
 
 PIPELINE_CHOICES: dict[str, tuple] = {
     "level": (0, 1, 2, 3),

@@ -35,7 +35,7 @@ import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from .errors import DeclarationError, LaunchError
+from ..errors import DeclarationError, LaunchError
 
 BLOCK_TUNABLES = ("BLOCK_X", "BLOCK_Y", "BLOCK_Z")
 KEYS = ("grid", "block", "shared")

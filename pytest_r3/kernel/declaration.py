@@ -14,11 +14,11 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .errors import DeclarationError
-from .launch import LaunchConfig
-from .pipeline import Pipeline
-from .source import KernelSource, load_source
-from .space import TuningSpace
+from ..errors import DeclarationError
+from ..model.launch import LaunchConfig
+from ..model.pipeline import Pipeline
+from ..model.source import KernelSource, load_source
+from ..model.tunables import TuningSpace
 
 Interceptor = Callable[["Kernel", tuple, Callable[[], object]], object]
 
@@ -89,7 +89,7 @@ class Kernel:
         self.pipeline = pipeline
         self.declared_at = declared_at
         self.tolerance = dict(tolerance or {})
-        self.launch = launch  # a GPU kernel's grid and block (pytest_r3.launch)
+        self.launch = launch  # a GPU kernel's grid and block (pytest_r3.model.launch)
         self._lock = threading.RLock()
         self._launchers: dict[Variant, object] = {}
         self._signature = None
@@ -106,7 +106,7 @@ class Kernel:
 
     @property
     def backend(self):
-        from .backends import get_backend
+        from ..backends import get_backend
 
         return get_backend(self.backend_name)
 
@@ -239,7 +239,7 @@ def kernel(
 
     A GPU kernel (``backend="cuda"``) also needs ``launch``: its grid and block, e.g.
     ``launch=lambda args, t: {"grid": (cdiv(args["n"], t["BLOCK"]),), "block": (t["BLOCK"],)}``
-    (see :mod:`pytest_r3.launch` and docs/cuda.md).
+    (see :mod:`pytest_r3.model.launch` and docs/cuda.md).
     """
     frame = sys._getframe(1)
     declaring_file = frame.f_globals.get("__file__")
@@ -250,7 +250,7 @@ def kernel(
     name = name or entry
     where = f"kernel {name!r} (declared at {declared_at})"
     kernel_source = load_source(source, declaring_file, where)
-    from .backends import get_backend
+    from ..backends import get_backend
 
     backend_object = get_backend(backend)  # unknown backend names fail here, at declaration
     launch_config, limit = _launch_config(launch, backend, backend_object, tune, where)

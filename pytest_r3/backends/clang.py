@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import CompileError, ToolchainError
+from ..errors import CompileError, ToolchainError
 
 CLANG_ENV = "PYTEST_R3_CLANG"
 IR_CACHE_SIZE = 256
@@ -504,7 +504,7 @@ _VIRTUAL = ("<built-in>", "<command line>", "<scratch space>", "<stdin>")
 
 
 def _toolchain_dirs() -> list[str]:
-    dirs = [str(Path(__file__).resolve().parent / "include")]
+    dirs = [str(Path(__file__).resolve().parent.parent / "include")]
     try:
         clang = find_clang()
     except ToolchainError:

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from . import declaration, options
-from .errors import DeclarationError
+from .. import settings as options
+from ..errors import DeclarationError
+from ..kernel import declaration
 
 ORACLE_MARKER = "r3_oracle"
 registry_snapshot_key = pytest.StashKey[dict]()
@@ -36,7 +37,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("--r3-tune and --r3-check do not go together: tune first, "
                                 "then check (e.g. in CI)")
     if options.value(config, "r3_record") or tune or check:
-        from .plugin_record import RecordingPlugin
+        from .recording import RecordingPlugin
 
         declaration.use_lock_file(False)  # record what the baseline does
         root = r3_dir(config) / "recordings"
@@ -44,7 +45,7 @@ def pytest_configure(config: pytest.Config) -> None:
         recorder = RecordingPlugin(config, root, cap, oracle_kernels)
         config.pluginmanager.register(recorder, "r3-recording")
         if tune or check:
-            from .plugin_tune import TunePlugin
+            from .session import TunePlugin
 
             config.pluginmanager.register(
                 TunePlugin(config, recorder, r3_dir(config), "tune" if tune else "check"),

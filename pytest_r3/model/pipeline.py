@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 
-from .errors import DeclarationError
+from ..errors import DeclarationError
 
 # Transform passes llvmlite exposes that make sense around the standard pipeline.
 CUSTOM_PASSES = (

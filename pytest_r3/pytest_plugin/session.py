@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from . import __version__, declaration, options
-from .lock import LOCK_NAME, LockFile, features_hash, variant_from_entry
-from .plugin_record import RecordingPlugin
-from .reports import KernelReport, write_reports
+from .. import __version__
+from .. import settings as options
+from ..kernel import declaration
+from ..kernel.lock import LOCK_NAME, LockFile, features_hash, variant_from_entry
+from ..reports import KernelReport, write_reports
+from .recording import RecordingPlugin
 
 
 class TunePlugin:
@@ -104,7 +106,7 @@ class TunePlugin:
         return [n for n in names if not self.selected or n in self.selected]
 
     def _settings(self, **overrides):
-        from .replay import ReplaySettings
+        from ..replay import ReplaySettings
 
         return ReplaySettings(run_timeout=float(options.value(self.config, "r3_run_timeout")),
                               compile_timeout=float(options.value(self.config,
@@ -120,7 +122,7 @@ class TunePlugin:
         return logs / f"{kernel.name}.log"
 
     def _server(self, kernel, settings, reference=None):
-        from .replay import KernelSpec, ReplayServer
+        from ..replay import KernelSpec, ReplayServer
 
         return ReplayServer(
             KernelSpec.from_kernel(kernel), self.recorder.store.root,
@@ -155,8 +157,8 @@ class TunePlugin:
         failures: list[str] = []
         launcher = None
         if candidate is not None and candidate.source_text is not None:
-            from .replay import KernelSpec
-            from .replay.contained import ContainedLauncher
+            from ..replay import KernelSpec
+            from ..replay.contained import ContainedLauncher
 
             try:
                 launcher = ContainedLauncher(
@@ -183,7 +185,7 @@ class TunePlugin:
 
     # -- tuning -------------------------------------------------------------------------------
     def _tune_all(self, session: pytest.Session) -> None:
-        from .search.tuner import Budget, BudgetError
+        from ..search.tuner import Budget, BudgetError
 
         try:
             budget = Budget.parse(options.value(self.config, "r3_budget"))
@@ -197,10 +199,10 @@ class TunePlugin:
         write_reports(self.r3_dir, self.rows)
 
     def _tune_one(self, session, kernel, budget, lock: LockFile) -> KernelReport:
-        from .replay import Candidate
-        from .search.space import SearchSpace
-        from .search.tuner import Tuner
-        from .store import ResultStore
+        from ..replay import Candidate
+        from ..search.parametrization import SearchSpace
+        from ..search.results import ResultStore
+        from ..search.tuner import Tuner
 
         target = kernel.backend.target_name()
         workers = int(options.value(self.config, "r3_workers")) or os.cpu_count() or 1
@@ -288,7 +290,7 @@ class TunePlugin:
             lock.remove_entry(kernel.name, target)
             return row
         row.status = "tuned" if best.source_text is None else "tuned (source rewrite)"
-        from .toolchain import host_target, source_hash
+        from ..backends.clang import host_target, source_hash
 
         entry = {
             "source_hash": kernel.source.hash,
@@ -323,7 +325,7 @@ class TunePlugin:
                 self._say("pytest-r3: no LLM configured (--r3-llm-model): tuning settings "
                           "only, no source rewrites")
             return None
-        from .llm.client import LLMSettings
+        from ..llm.client import LLMSettings
 
         value = lambda name: options.value(self.config, name)  # noqa: E731
         return LLMSettings(
@@ -337,17 +339,17 @@ class TunePlugin:
             max_seconds=float(value("r3_llm_max_seconds")))
 
     def _examples(self):
-        from .llm.retrieval import ExampleIndex
+        from ..llm.retrieval import ExampleIndex
 
         return ExampleIndex(self.r3_dir / "runs" / "accepted.json")
 
     def _evolve(self, kernel, llm, servers, space, store, target, best, result):
-        from .llm.archive import Elite
-        from .llm.client import LLMClient
-        from .llm.evolution import Evolution, EvolutionSettings
-        from .llm.prompts import stable_context
-        from .llm.runlog import RunLog
-        from .toolchain import host_target
+        from ..backends.clang import host_target
+        from ..llm.archive import Elite
+        from ..llm.client import LLMClient
+        from ..llm.evolution import Evolution, EvolutionSettings
+        from ..llm.prompts import stable_context
+        from ..llm.runlog import RunLog
 
         speedup = result.timing["speedup"] if result is not None else 1.0
         start = Elite(kernel.source.text, 1.0 / speedup, speedup,
@@ -388,10 +390,10 @@ class TunePlugin:
         return outcome
 
     def _write_patch(self, kernel, rewritten: str) -> str:
-        from .llm.patch import write_patch
+        from ..llm.patch import write_patch
 
         if kernel.source.path is None:
-            from .outputs import write_text_atomic
+            from ..outputs import write_text_atomic
 
             path = write_text_atomic(self.r3_dir / "patches" / f"{kernel.name}.rewrite.c",
                                      rewritten)
@@ -436,7 +438,7 @@ class TunePlugin:
                       f"{', '.join(sorted(set(targets.values()))) or '-'}: nothing to check")
 
     def _check_one(self, session, kernel, target, entry, threshold) -> KernelReport:
-        from .replay import Candidate
+        from ..replay import Candidate
 
         row = KernelReport(kernel.name, target, "ok", changes={
             "macros": entry.get("macros", {}), "pipeline": entry.get("pipeline", {})})

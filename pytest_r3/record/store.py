@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import R3Error
-from .outputs import write_bytes_atomic, write_json_atomic
+from ..errors import R3Error
+from ..outputs import write_bytes_atomic, write_json_atomic
 
 DEFAULT_CAP_BYTES = 64 * 1024 * 1024
 INDEX_FILE = "index.json"

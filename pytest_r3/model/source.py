@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .errors import SourceNotFoundError
+from ..errors import SourceNotFoundError
 
 SOURCE_SUFFIXES = (".c", ".h", ".cu", ".cuh", ".cl", ".cc", ".cpp")
 

@@ -10,8 +10,7 @@ sizes (``derived_sizes``), so memorised answers, hard-coded constants and missin
 loops fail.
 
 Guard regions and poison around the buffers a candidate writes live in
-``replay/buffers.py``; ``GUARD_BYTES`` here is the guard size the CUDA backend allows for
-when it copies a guarded buffer to the device.
+``replay/buffers.py``.
 """
 
 from __future__ import annotations
@@ -21,9 +20,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .errors import DeclarationError
-
-GUARD_BYTES = 4096
+from ..errors import DeclarationError
 
 
 @dataclass(frozen=True)

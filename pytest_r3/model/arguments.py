@@ -11,10 +11,14 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .errors import LaunchError
+from ..errors import LaunchError
 from .signature import Param, Signature
 
 Converter = Callable[[object], object]
+
+# Bytes of guard zone the replay puts before and after every buffer it passes a kernel (a
+# GPU backend copies them to the device along with the buffer, so overruns show).
+GUARD_BYTES = 4096
 
 
 def _array_converter(kernel: str, index: int, param: Param, by_object: bool) -> Converter:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .errors import DeclarationError, EntryNotFoundError
+from ..errors import DeclarationError, EntryNotFoundError
 
 _METADATA = re.compile(r"^!(\d+) = (?:distinct )?(.*)$", re.MULTILINE)
 _FIELD = r"{}: (?:!(\d+)|\"([^\"]*)\"|([\w.-]+))"

@@ -15,7 +15,7 @@ import logging
 import os
 from pathlib import Path
 
-from .outputs import write_json_atomic
+from ..outputs import write_json_atomic
 
 LOCK_NAME = "r3.lock"
 LOCK_ENV = "PYTEST_R3_LOCK"
@@ -40,7 +40,7 @@ class LockFile:
         try:
             data = json.loads(path.read_text())
         except ValueError as exc:
-            from .errors import R3Error
+            from ..errors import R3Error
 
             raise R3Error(f"{path} is not valid JSON ({exc}); restore it from version control "
                           "or delete it and tune again") from None
@@ -87,7 +87,7 @@ def _read(path: str, mtime: float) -> LockFile:
 
 def locked_variant(kernel):
     """The variant ``kernel`` should run per the lock file, or None (with the reason logged)."""
-    from .toolchain import host_target
+    from ..backends.clang import host_target
 
     start = Path(kernel.declared_at.rsplit(":", 1)[0]).parent
     path = find_lock(start)

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from .errors import DeclarationError
+from ..errors import DeclarationError
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SAFE_BUILTINS = {"min": min, "max": max, "abs": abs, "len": len, "int": int, "bool": bool}

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from . import declaration
-from .outputs import write_json_atomic
-from .record import SPEC_FILE, Recording, RecordingStore, capture
+from ..kernel import declaration
+from ..outputs import write_json_atomic
+from ..record.store import SPEC_FILE, Recording, RecordingStore, capture
 
 
 class RecordingPlugin:
@@ -77,7 +77,7 @@ class RecordingPlugin:
 
     def save(self) -> None:
         """Write the session's recordings (once) and each kernel's spec beside them."""
-        from .replay.protocol import KernelSpec
+        from ..replay.protocol import KernelSpec
 
         if self.saved:
             return
