@@ -134,3 +134,19 @@ def test_oracle_marker_on_a_class_applies_to_its_tests(pytester, r3_project):
         "    tests/test_class.py::TestSaxpy::test_one",
         "    tests/test_class.py::TestSaxpy::test_two",
     ])
+
+
+@pytest.mark.parametrize("option, message", [
+    ("--r3-budget=lots", "ERROR: --r3-budget: *"),
+    ("--r3-kernels=nosuchkernel", "ERROR: --r3-kernels names unknown kernel(s) nosuchkernel;*"),
+])
+def test_bad_tuning_settings_stop_pytest_before_any_test_runs(pytester, r3_project, option,
+                                                              message):
+    """Checked before the test suite and the recording run, not after them."""
+    ran = pytester.path / "ran"
+    (pytester.path / "tests" / "test_slow.py").write_text(
+        f"def test_marker():\n    open({str(ran)!r}, 'w').close()\n")
+    result = pytester.runpytest("--r3-tune", option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+    assert not ran.exists()  # nothing ran

@@ -30,6 +30,16 @@ class KernelReport:
     def as_dict(self) -> dict:
         return asdict(self)
 
+    def measured(self, timing: dict) -> None:
+        """Take the baseline and variant times and the speedup from one interleaved
+        measurement (a replay Result's ``timing``)."""
+        self.baseline_seconds = timing["baseline_median"]
+        self.tuned_seconds = timing["candidate_median"]
+        self.speedup = timing["speedup"]
+        self.speedup_q1, self.speedup_q3 = timing["speedup_q1"], timing["speedup_q3"]
+        self.baseline_samples = timing["baseline_samples"]
+        self.tuned_samples = timing["candidate_samples"]
+
     def describe_changes(self) -> str:
         if not self.changes:
             return "-"

@@ -1,0 +1,54 @@
+"""The replay servers of one kernel, started together: the first learns the reference
+outputs from the baseline, the others share them, and all stop together."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .client import ReplayServer
+from .process import DEFAULT_ADDRESS_SPACE
+from .protocol import KernelSpec, ReplaySettings
+
+
+class ServerPool:
+    """``count`` replay servers for one kernel, as a context manager."""
+
+    def __init__(self, spec: KernelSpec, recordings_root: str | Path, keys: list[str],
+                 settings: ReplaySettings, count: int, *,
+                 address_space: int = DEFAULT_ADDRESS_SPACE,
+                 log_path: str | Path | None = None) -> None:
+        self.spec, self.recordings_root, self.keys = spec, recordings_root, keys
+        self.settings, self.count = settings, max(1, count)
+        self.address_space, self.log_path = address_space, log_path
+        self.servers: list[ReplayServer] = []
+
+    def _server(self, reference=None) -> ReplayServer:
+        return ReplayServer(self.spec, self.recordings_root, self.keys, self.settings,
+                            address_space=self.address_space, log_path=self.log_path,
+                            reference=reference)
+
+    def start(self) -> ServerPool:
+        try:
+            first = self._server().start()
+            self.servers = [first]
+            for _ in range(self.count - 1):
+                self.servers.append(self._server(first.judge).start())
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    @property
+    def containment(self) -> str:
+        """What containment the workers got (one line; says DEGRADED and why if so)."""
+        return self.servers[0].containment if self.servers else ""
+
+    def close(self) -> None:
+        for server in self.servers:
+            server.close()
+
+    def __enter__(self) -> ServerPool:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,61 @@
+"""What a tuning or checking run needs besides the kernel: settings, where state lives,
+how to re-run a kernel's oracle tests, and where progress goes (a callback, so this package
+never imports the pytest plugin)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ..replay.pool import ServerPool
+from ..replay.protocol import KernelSpec, ReplaySettings
+
+
+@dataclass(frozen=True)
+class TuningSettings:
+    """Every knob of ``--r3-tune`` and ``--r3-check``, validated once, before tests run."""
+
+    budget: object                      # search.tuner.Budget
+    workers: int = 1
+    optimizer: str = "NGOpt"
+    seed: int = 0
+    search_pipeline: bool = True
+    replay: ReplaySettings = field(default_factory=ReplaySettings)
+    address_space: int = 8 * 1024**3
+    check_threshold: float = 0.1        # a fraction: 0.1 fails a 10% slowdown
+    check_timing_rounds: int = 21
+    llm: object = None                  # llm.client.LLMSettings, or None: no rewrites
+    evolution: object = None            # llm.evolution.EvolutionSettings
+
+
+@dataclass
+class Tuning:
+    """One run: settings, the state folder, the recordings, and the callbacks."""
+
+    settings: TuningSettings
+    r3_dir: Path
+    root: Path                                           # patches name files relative to it
+    recordings: object                                   # record.store.RecordingStore
+    oracle_tests: Callable[[str], list[str]]             # kernel name -> test ids
+    run_oracles: Callable[..., list[str]]                # (kernel, variant, candidate)
+    say: Callable[[str], None] = print
+    said: set = field(default_factory=set)
+
+    def log_path(self, kernel_name: str) -> Path:
+        logs = self.r3_dir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        return logs / f"{kernel_name}.log"
+
+    def pool(self, kernel, count: int | None = None, **replay_overrides) -> ServerPool:
+        settings = replace(self.settings.replay, **replay_overrides)
+        return ServerPool(KernelSpec.from_kernel(kernel), self.recordings.root,
+                          self.recordings.keys(kernel.name), settings,
+                          count or self.settings.workers,
+                          address_space=self.settings.address_space,
+                          log_path=self.log_path(kernel.name))
+
+    def say_once(self, text: str) -> None:
+        if text not in self.said:
+            self.said.add(text)
+            self.say(text)

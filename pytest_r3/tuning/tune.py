@@ -1,0 +1,210 @@
+"""Tuning one kernel: search its settings on replay workers, evolve its source when a model
+is configured, confirm the best variant with the kernel's oracle tests, and say what goes
+into r3.lock and the reports."""
+
+from __future__ import annotations
+
+import datetime
+
+from .. import __version__
+from ..backends.clang import host_target, source_hash
+from ..kernel.lock import LockFile, features_hash
+from ..outputs import write_text_atomic
+from ..replay.protocol import Candidate
+from ..reports import KernelReport
+from ..search.parametrization import SearchSpace
+from ..search.results import ResultStore
+from ..search.tuner import Tuner
+from .context import Tuning
+
+
+def tune_kernel(kernel, tuning: Tuning, lock: LockFile) -> KernelReport:
+    """Tune ``kernel`` and update its entry in ``lock``; one kernel's failure is its row's
+    status, never an exception that stops the others."""
+    settings = tuning.settings
+    target = kernel.backend.target_name()
+    row = KernelReport(kernel.name, target, "baseline kept", optimizer=settings.optimizer)
+    if settings.llm is None:
+        tuning.say_once("pytest-r3: no LLM configured (--r3-llm-model): tuning settings "
+                        "only, no source rewrites")
+    if not kernel.space.tunables and not settings.search_pipeline and settings.llm is None:
+        row.status = "not tuned"
+        row.notes.append("nothing to tune: no tunables and r3_search_pipeline is false")
+        return row
+    tuning.say(f"pytest-r3: tuning {kernel.name} on {target} with {settings.optimizer}, "
+               f"budget {settings.budget.describe()}, {settings.workers} worker(s)")
+    space = SearchSpace(kernel.space, kernel.pipeline, tune_pipeline=settings.search_pipeline)
+    store = ResultStore(tuning.r3_dir / "results", kernel.name, target)
+    evolution = None
+    try:
+        with tuning.pool(kernel) as pool:
+            if "DEGRADED" in pool.containment:
+                tuning.say(f"pytest-r3: {kernel.name}: candidate {pool.containment}")
+            outcome = Tuner(kernel.name, kernel.source.hash, space, pool.servers, store,
+                            optimizer=settings.optimizer, seed=settings.seed,
+                            budget=settings.budget,
+                            progress=_progress(tuning, settings.budget)).run()
+            best, result = outcome.best_candidate, outcome.best_result
+            if settings.llm is not None:
+                evolution = _evolve(kernel, tuning, pool.servers, space, store, target, best,
+                                    result)
+                best, result = _best_rewrite(kernel, pool.servers[0], evolution, best, result)
+    except Exception as exc:  # one kernel's trouble must not stop the others
+        row.status = "FAILED: tuning error"
+        row.notes.append(f"{type(exc).__name__}: {exc}")
+        return row
+    _describe_search(row, outcome, evolution)
+    if best is None:
+        row.notes.append("no variant was faster than the baseline beyond the noise")
+        lock.remove_entry(kernel.name, target)
+        return row
+    row.measured(result.timing)
+    row.changes = {"macros": best.macros, "pipeline": best.pipeline,
+                   "source": best.source_text is not None}
+    row.review = result.review
+    variant = kernel.variant(pipeline={**kernel.pipeline.as_dict(), **best.pipeline},
+                             source_text=best.source_text, **best.macros)
+    failures = tuning.run_oracles(kernel, variant, best)
+    if failures:
+        row.status = "rejected by oracles"
+        row.notes += [f"oracle test failed with the best variant: {f}" for f in failures]
+        lock.remove_entry(kernel.name, target)
+        return row
+    row.status = "tuned" if best.source_text is None else "tuned (source rewrite)"
+    entry = _lock_entry(kernel, tuning, row, best, outcome.optimizer)
+    if best.source_text is not None:  # the lock names the rewrite; the patch carries it
+        entry["rewrite_hash"] = source_hash(best.source_text)
+        row.notes.append(_write_patch(kernel, tuning, best.source_text))
+        _examples(tuning).remember(kernel.name, kernel.source.text, best.source_text,
+                                   row.speedup)
+    lock.set_entry(kernel.name, target, entry)
+    return row
+
+
+def _lock_entry(kernel, tuning: Tuning, row: KernelReport, best: Candidate,
+                optimizer: str) -> dict:
+    return {
+        "source_hash": kernel.source.hash,
+        "features_hash": features_hash(host_target().features)
+        if kernel.backend_name == "cpu" else None,
+        "macros": best.macros,
+        "pipeline": best.pipeline,
+        "baseline_seconds": round(row.baseline_seconds, 9),
+        "tuned_seconds": round(row.tuned_seconds, 9),
+        "speedup": round(row.speedup, 4),
+        "speedup_iqr": [round(row.speedup_q1, 4), round(row.speedup_q3, 4)],
+        "evaluations": row.evaluations,
+        "optimizer": optimizer,
+        "oracle_tests": len(tuning.oracle_tests(kernel.name)),
+        "tuned_on": datetime.date.today().isoformat(),
+        "tuned_with": f"pytest-r3 {__version__}",
+    }
+
+
+def _describe_search(row: KernelReport, outcome, evolution) -> None:
+    row.evaluations, row.new_evaluations = outcome.evaluations, outcome.new_evaluations
+    row.convergence = outcome.convergence()
+    if outcome.baseline_result and outcome.baseline_result.timing:
+        row.baseline_seconds = outcome.baseline_result.timing["baseline_median"]
+    if outcome.exhausted:
+        row.notes.append(f"search space exhausted after {outcome.evaluations} distinct "
+                         "configuration(s)")
+    failed = sum(1 for s in outcome.steps if s.status not in ("ok", "invalid"))
+    if failed:
+        row.notes.append(f"{failed} candidate(s) failed (compile error, crash, wrong "
+                         "output...): scored and skipped")
+    if evolution is not None:
+        row.evolution = [g.__dict__ for g in evolution.generations]
+        row.archive = evolution.archive
+        stats = evolution.stats
+        row.notes.append(
+            f"source rewrites: {stats.proposed} proposed, {stats.valid_first_try} correct "
+            f"at once, {stats.valid_after_repair} after repair, {stats.parse_failures} "
+            f"unparsable answer(s); failures by kind {stats.failures or '{}'}"
+            + (f"; stopped: {evolution.stopped}" if evolution.stopped else ""))
+
+
+def _best_rewrite(kernel, server, evolution, best, result):
+    """The evolution's best rewrite, measured again alone, if it beats the settings' best."""
+    elite = evolution.best
+    if elite is None or elite.source == kernel.source.text:
+        return best, result
+    rewrite = Candidate(elite.macros, elite.pipeline, elite.source,
+                        label=f"{kernel.name} best rewrite")
+    confirmed = server.evaluate(rewrite)
+    inner = result.timing["speedup"] if result is not None else 1.0
+    if confirmed.ok and not confirmed.timing.get("within_noise") \
+            and confirmed.timing["speedup"] > inner:
+        return rewrite, confirmed
+    return best, result
+
+
+def _examples(tuning: Tuning):
+    from ..llm.retrieval import ExampleIndex
+
+    return ExampleIndex(tuning.r3_dir / "runs" / "accepted.json")
+
+
+def _evolve(kernel, tuning: Tuning, servers, space, store, target, best, result):
+    from ..llm.archive import Elite
+    from ..llm.client import LLMClient
+    from ..llm.evolution import Evolution
+    from ..llm.prompts import stable_context
+    from ..llm.runlog import RunLog
+
+    llm, settings = tuning.settings.llm, tuning.settings.evolution
+    speedup = result.timing["speedup"] if result is not None else 1.0
+    start = Elite(kernel.source.text, 1.0 / speedup, speedup,
+                  best.macros if best else {}, best.pipeline if best else {}, 0,
+                  f"{speedup:.2f}x the original with tuned settings")
+    shapes = [f"{', '.join(f'{n}{tuple(a.shape)}' for n, a in r.inputs.items())}; "
+              f"scalars {r.scalars}" for r in tuning.recordings.load_all(kernel.name)]
+    features = host_target().features if kernel.backend_name == "cpu" else ""
+    context = stable_context(kernel.name, kernel.entry, kernel.source.text, shapes,
+                             target, features)
+    tuning.say(f"pytest-r3: evolving the source of {kernel.name} with {llm.model} "
+               f"({settings.generations} generations x {settings.islands} islands x "
+               f"{settings.children} children)")
+    client = LLMClient(llm)
+    try:
+        outcome = Evolution(
+            kernel=kernel.name, entry=kernel.entry, source=kernel.source.text,
+            source_hash=kernel.source.hash, context=context, servers=servers,
+            client=client, space=space, store=store,
+            log=RunLog(tuning.r3_dir / "runs" / kernel.name), examples=_examples(tuning),
+            start=start, settings=settings).run()
+    finally:
+        client.close()
+    for generation in outcome.generations:
+        tuning.say(f"  {kernel.name}: generation {generation.index}, best "
+                   f"{generation.best_speedup:.2f}x, model wait "
+                   f"{generation.model_wait_seconds:.1f} s, evaluation "
+                   f"{generation.evaluation_seconds:.1f} s, wall "
+                   f"{generation.wall_seconds:.1f} s")
+    return outcome
+
+
+def _write_patch(kernel, tuning: Tuning, rewritten: str) -> str:
+    from ..llm.patch import write_patch
+
+    if kernel.source.path is None:
+        path = write_text_atomic(tuning.r3_dir / "patches" / f"{kernel.name}.rewrite.c",
+                                 rewritten)
+        return (f"source rewrite written to {path} for review (inline source: put it in "
+                "the declaration to use it)")
+    path = write_patch(tuning.r3_dir / "patches", kernel.name, kernel.source.path,
+                       tuning.root, rewritten)
+    return f"source rewrite written as {path} (apply with git apply)"
+
+
+def _progress(tuning: Tuning, budget):
+    last = [0]
+
+    def report(outcome) -> None:
+        done = outcome.evaluations
+        if done - last[0] >= 10 or budget.exhausted(done, 0):
+            last[0] = done
+            total = budget.evaluations if budget.evaluations is not None else "?"
+            tuning.say(f"  {outcome.kernel}: {done}/{total} evaluations, best speedup so "
+                       f"far {outcome.convergence()[-1]:.2f}x ({outcome.new_evaluations} new)")
+    return report
