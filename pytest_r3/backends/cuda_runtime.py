@@ -9,6 +9,9 @@ kernel has finished, so a fault is raised by the call that caused it.
 The kernel runs in the current CUDA context of the calling thread; if there is none, in the
 device's primary context (the one the CUDA runtime, CuPy and PyTorch share), made current
 on first use. ``PYTEST_R3_CUDA_DEVICE`` picks the device (default 0).
+
+One module for the driver's whole life cycle (context, module, copies, launch, events,
+errors) because each step needs the others' state; it is longer than most for that reason.
 """
 
 from __future__ import annotations

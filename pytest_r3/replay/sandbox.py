@@ -21,6 +21,8 @@ candidate never runs:
 
 The check is on clang's IR before optimisation; it does not make C memory-safe (an
 out-of-bounds write can still corrupt the stack), which the worker process must contain.
+Longer than most modules because the allowed intrinsic families are written out, one per
+line, for review.
 """
 
 from __future__ import annotations
