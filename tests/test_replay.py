@@ -364,8 +364,9 @@ def test_a_forged_reply_from_a_compromised_worker_is_a_crash(recorded):
 def test_a_worker_restarted_from_a_thread_that_ends_outlives_it(recorded):
     """Workers die with the thread that started them: a restart asked for by a short-lived
     thread (a tuning batch's) must not leave a worker that dies when that thread ends."""
+    log = recorded.store.root / "restart.log"
     with ReplayServer(recorded.spec, recorded.store.root, recorded.keys, FAST,
-                      request_timeout=60) as alone:
+                      request_timeout=60, log_path=log) as alone:
         crashes = []
         batch = threading.Thread(target=lambda: crashes.append(alone.evaluate(Candidate(
             source_text=rewrite(before_loop="*(volatile int *)0 = 1;"), label="segfault"))))
@@ -377,6 +378,8 @@ def test_a_worker_restarted_from_a_thread_that_ends_outlives_it(recorded):
             result = alone.evaluate(Candidate(label="baseline"))
             assert result.status == "ok", result.summary()
         assert alone.restarts == 1
+    assert "worker restarted (restart 1) after candidate segfault: crash (signal)" in \
+        log.read_text()
 
 
 def test_server_survives_a_run_of_failures(server):

@@ -181,8 +181,7 @@ class ReplayServer:
             result = rejected.result()
             if rejected.status == protocol.CRASH:  # a reply the judge could not accept: the
                 self.worker.kill()                # worker is not to be trusted any more
-                self.restarts += 1
-                self.start()
+                self._restart(candidate, result)
         except WorkerDied as died:
             result = died.result
             self.consecutive_crashes += 1
@@ -191,8 +190,7 @@ class ReplayServer:
                     f"the replay worker of kernel {self.spec.name!r} died "
                     f"{self.consecutive_crashes} times in a row; giving up (last: "
                     f"{result.reason()})") from None
-            self.restarts += 1
-            self.start()
+            self._restart(candidate, result)
         else:
             self.consecutive_crashes = 0
         result.candidate_key = candidate.key()
@@ -205,6 +203,13 @@ class ReplayServer:
                 "it): only perturbed and derived inputs were checked; add a test whose outputs "
                 "differ from its inputs")
         return result
+
+    def _restart(self, candidate: Candidate, result: Result) -> None:
+        """A fresh worker, the cause in the log: the next candidate gets a clean process."""
+        self.restarts += 1
+        self.worker.note(f"worker restarted (restart {self.restarts}) after candidate "
+                         f"{candidate.label or candidate.key()}: {result.reason()}")
+        self.start()
 
     def _evaluate(self, candidate: Candidate) -> Result:
         compiled = self.compiler.compile(candidate)

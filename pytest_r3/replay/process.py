@@ -126,6 +126,12 @@ class WorkerProcess:
         self.kill()
         return death_result(code, self.settings)
 
+    def note(self, text: str) -> None:
+        """A line in the worker log from the parent's side (why a worker was replaced)."""
+        if self.log_path:
+            with open(self.log_path, "a") as log:
+                log.write(f"pytest-r3 replay server: {text}\n")
+
     def close(self) -> None:
         """Ask the worker to stop, then make sure it has."""
         if self._process is None:
