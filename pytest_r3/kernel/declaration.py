@@ -6,8 +6,6 @@ variant through its backend and later calls go straight to the loaded function.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import sys
 import threading
@@ -15,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import DeclarationError
+from ..model.configuration import configuration_hash
 from ..model.launch import LaunchConfig
 from ..model.pipeline import Pipeline
 from ..model.source import KernelSource, load_source
@@ -55,14 +54,9 @@ class Variant:
         return dict(self.macros)
 
     def key(self) -> str:
-        """Stable hash of everything that changes the built code."""
-        payload = json.dumps(
-            {"macros": self.macros, "pipeline": self.pipeline.as_dict(),
-             "source": None if self.source_text is None
-             else hashlib.sha256(self.source_text.encode()).hexdigest()},
-            sort_keys=True, default=str,
-        )
-        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+        """Stable hash of everything that changes the built code (the configuration hash)."""
+        return configuration_hash(self.macro_dict, self.pipeline.as_dict(), {},
+                                  self.source_text)
 
 
 class Kernel:

@@ -9,12 +9,13 @@ by dtype and shape and checked on arrival (numbers only: nothing is unpickled).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+
+from ..model.configuration import Configuration
 
 CLIENT_EVENTS = ("load", "cases", "seal", "build", "run", "time", "drop", "call", "ping",
                  "shutdown")
@@ -185,22 +186,10 @@ class KernelSpec:
 
 
 @dataclass(frozen=True)
-class Candidate:
-    """One variant to evaluate: new source (or None for the declared one), macros, pipeline."""
+class Candidate(Configuration):
+    """A configuration to evaluate, with a label for logs and reports."""
 
-    macros: dict = field(default_factory=dict)
-    pipeline: dict = field(default_factory=dict)
-    source_text: str | None = None
-    launch: dict = field(default_factory=dict)
     label: str = ""
-
-    def key(self) -> str:
-        payload = json.dumps({"macros": self.macros, "pipeline": self.pipeline,
-                              "launch": self.launch,
-                              "source": None if self.source_text is None else
-                              hashlib.sha256(self.source_text.encode()).hexdigest()},
-                             sort_keys=True, default=str)
-        return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -208,6 +197,9 @@ class Candidate:
     @classmethod
     def from_dict(cls, data: dict) -> Candidate:
         return cls(**data)
+
+    def configuration(self) -> Configuration:
+        return Configuration(self.macros, self.pipeline, self.source_text, self.launch)
 
 
 @dataclass

@@ -89,6 +89,7 @@ def _lock_entry(kernel, tuning: Tuning, row: KernelReport, best: Candidate,
         if kernel.backend_name == "cpu" else None,
         "macros": best.macros,
         "pipeline": best.pipeline,
+        "configuration": best.key(),  # the same hash the search and its results store use
         "baseline_seconds": round(row.baseline_seconds, 9),
         "tuned_seconds": round(row.tuned_seconds, 9),
         "speedup": round(row.speedup, 4),
