@@ -36,8 +36,7 @@ CHILD = r"""
 import json, sys, time
 sys.path[:0] = [sys.argv[1], sys.argv[1] + "/example_project"]
 import exampleproj  # declares the kernels
-from pytest_r3.kernel import declaration
-from pytest_r3.record.store import RecordingStore
+from pytest_r3.record import RecordingStore  # (public names only: any version runs this)
 from pytest_r3.replay import Candidate, ReplayServer, ReplaySettings
 from pytest_r3.replay.manual import load_spec
 
