@@ -163,11 +163,22 @@ class ReplayServer:
         return self.worker.ask(event, data, timeout, arrays)
 
     def _runner(self, variant: str, timeout: float):
-        def run(case: Case, fills: dict, guard_seed: int):
-            _, data, arrays = self._ask("run", {"variant": variant,
-                                                "case": self._index[id(case)], "fills": fills,
-                                                "guard_seed": guard_seed}, timeout)
-            return data, arrays
+        """``run(requests)``: each ``(case, fills, guard_seed)`` run once, in one round trip;
+        the replies ``(data, arrays)`` in order."""
+        def run(requests: list[tuple[Case, dict, int]]) -> list[tuple[dict, dict]]:
+            _, data, arrays = self._ask("run", {"variant": variant, "runs": [
+                {"case": self._index[id(case)], "fills": fills, "guard_seed": seed}
+                for case, fills, seed in requests]}, timeout)
+            returned = data.get("returned")
+            if not isinstance(returned, list) or len(returned) != len(requests):
+                raise WorkerDied(Result(protocol.CRASH, diagnostics=[
+                    "the worker answered a batch of runs with the wrong number of results"],
+                    details={"kind": "protocol"}))
+            replies = []
+            for index, (case, _, _) in enumerate(requests):
+                storages = {str(n): arrays.get(f"{index}.{n}") for n in range(len(case.slots))}
+                replies.append(({"returned": returned[index]}, storages))
+            return replies
         return run
 
     def evaluate(self, candidate: Candidate) -> Result:

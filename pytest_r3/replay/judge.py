@@ -84,10 +84,13 @@ class Judge:
                                   scalars, smallest.slots))
         return planned + fresh
 
-    def learn(self, case: Case, run) -> None:
-        """What the baseline produces on ``case``; ``run(case, fills, guard_seed)`` runs the
-        baseline and returns ``(data, arrays)``. Raises ReferenceError when the baseline
-        cannot be trusted on it (out of bounds, not deterministic, or not the recording)."""
+    def learn(self, case: Case, run_batch) -> None:
+        """What the baseline produces on ``case``; ``run_batch`` runs the baseline (see
+        :meth:`verify`). Raises ReferenceError when the baseline cannot be trusted on it (out
+        of bounds, not deterministic, or not the recording)."""
+        def run(case: Case, fills: dict, guard_seed: int):
+            return run_batch([(case, fills, guard_seed)])[0]
+
         reply = run(case, {}, 1)
         first = self._outputs(case, reply, 1)
         again = self._outputs(case, run(case, {}, 2), 2)
@@ -189,15 +192,24 @@ class Judge:
     def verify(self, run, cases: list[Case], attempts: int = 2, kind: str | None = None,
                what: str = "") -> None:
         """Each case run ``attempts`` times, each with its own random poison and guards; every
-        run must match the reference (a second run that does not is nondeterminism)."""
-        for case in cases:
-            for attempt in range(attempts):
-                seeds = {n: secrets.randbits(62) for n in case.output_only}
-                guard_seed = secrets.randbits(40)
-                reply = run(case, case.fills(seeds), guard_seed)
-                named = kind or ("mismatch" if attempt == 0 else "nondeterministic")
-                prefix = what or ("" if attempt == 0 else "a second run (other poison) of ")
-                self.check_run(case, reply, guard_seed, seeds, named, prefix)
+        run must match the reference (a second run that does not is nondeterminism).
+        ``run`` takes a batch of ``(case, fills, guard_seed)`` and returns the replies."""
+        groups: dict[str, list[Case]] = {}  # one batch per kind of case, so a candidate
+        for case in cases:                   # that crashes only on derived sizes is still
+            groups.setdefault(case.origin, []).append(case)  # named wrong on the others
+        for group in groups.values():
+            self._verify_batches(run, group, attempts, kind, what)
+
+    def _verify_batches(self, run, cases: list[Case], attempts: int, kind: str | None,
+                        what: str) -> None:
+        for attempt in range(attempts):
+            plan = [(case, {n: secrets.randbits(62) for n in case.output_only},
+                     secrets.randbits(40)) for case in cases]
+            replies = run([(case, case.fills(seeds), guard) for case, seeds, guard in plan])
+            named = kind or ("mismatch" if attempt == 0 else "nondeterministic")
+            prefix = what or ("" if attempt == 0 else "a second run (other poison) of ")
+            for (case, seeds, guard), reply in zip(plan, replies, strict=True):
+                self.check_run(case, reply, guard, seeds, named, prefix)
 
     def _expected(self, case: Case, number: int, seeds: dict[int, int]) -> np.ndarray:
         """The reference, with this run's poison where the baseline writes nothing."""
