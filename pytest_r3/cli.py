@@ -1,14 +1,25 @@
-"""``pytest-r3``: work with recordings outside a test run (list them, replay a variant)."""
+"""``pytest-r3``: work with recordings outside a test run (list them, replay a variant).
+
+Exit status: 0 when the command did its work (``replay``: the variant passed), 1 only when
+``replay`` rejected the variant (or ``recordings`` found none), 2 for a usage error, a
+state that cannot be used, or any other error (one line on stderr, never a traceback unless
+``PYTEST_R3_DEBUG=1``), 130 when interrupted.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import traceback
+import warnings
 from pathlib import Path
 
 from . import settings as options
-from .errors import R3Error
+from .errors import R3Error, R3Warning
+
+OK, REJECTED, ERROR, INTERRUPTED = 0, 1, 2, 130
 
 
 def _assignments(pairs: list[str], what: str) -> dict[str, object]:
@@ -43,15 +54,40 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """pytest-r3's warnings as one line each, without Python's source excerpt."""
+    if issubclass(category, R3Warning):
+        text = str(message)
+        print(text if text.startswith("pytest-r3") else f"pytest-r3: warning: {text}",
+              file=sys.stderr)
+    else:
+        print(warnings.formatwarning(message, category, filename, lineno, line),
+              file=sys.stderr, end="")
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parser().parse_args(argv)  # a usage error exits 2 from argparse
+    saved = warnings.showwarning
+    warnings.showwarning = _show_warning
     try:
         if args.command == "recordings":
             return _list(Path(args.r3_dir))
         return _replay(args)
     except R3Error as exc:
-        print(f"pytest-r3: {exc}", file=sys.stderr)
-        return 2
+        print(f"pytest-r3: {' '.join(str(exc).split())}", file=sys.stderr)
+        return ERROR
+    except KeyboardInterrupt:
+        print("pytest-r3: interrupted", file=sys.stderr)
+        return INTERRUPTED
+    except Exception as exc:  # a bug or an unforeseen state: still an error, not a verdict
+        if os.environ.get("PYTEST_R3_DEBUG"):
+            traceback.print_exc()
+        first = (str(exc).splitlines() or [""])[0]
+        print(f"pytest-r3: internal error: {type(exc).__name__}: {first} (set "
+              "PYTEST_R3_DEBUG=1 for the traceback)", file=sys.stderr)
+        return ERROR
+    finally:
+        warnings.showwarning = saved
 
 
 def _list(r3_dir: Path) -> int:
@@ -61,24 +97,31 @@ def _list(r3_dir: Path) -> int:
     kernels = store.kernels()
     if not kernels:
         print(f"no recordings under {store.root}; run `pytest --r3-record` first")
-        return 1
+        return REJECTED  # documented: nothing to list
     for kernel in kernels:
         index = store.index(kernel) or {}
         weak = set(index.get("weak", []))
         print(f"{kernel}:")
-        for key in store.keys(kernel):
-            meta = json.loads((store.kernel_dir(kernel) / f"{key}.json").read_text())
+        for recording in store.load_all(kernel):  # unreadable ones: skipped, named
+            meta = recording.metadata()
             shapes = ", ".join(f"{n}{tuple(a['shape'])}" for n, a in meta["arrays"].items())
-            print(f"  {key}  {meta['nbytes'] / 1024:9.1f} KiB  {shapes}"
-                  f"{'  [weak]' if key in weak else ''}  {', '.join(meta['tests'])}")
-    return 0
+            print(f"  {recording.key}  {meta['nbytes'] / 1024:9.1f} KiB  {shapes}"
+                  f"{'  [weak]' if recording.key in weak else ''}  {', '.join(meta['tests'])}")
+    return OK
 
 
 def _replay(args: argparse.Namespace) -> int:
     from .model.pipeline import Pipeline
+    from .record.store import RecordingStore
     from .replay import Candidate, ReplaySettings
     from .replay.manual import replay
 
+    store = RecordingStore(Path(args.r3_dir) / "recordings")
+    # a spec file that cannot be read is named (CorruptRecording), not a JSON traceback
+    if store.spec(args.kernel) is not None and not store.keys(args.kernel):
+        raise R3Error(f"kernel {args.kernel!r} has no usable recording under "
+                      f"{store.kernel_dir(args.kernel)}; record again with "
+                      "`pytest --r3-record`")
     pipeline = _assignments(args.pipeline, "--pipeline")
     Pipeline.from_mapping(pipeline, where="--pipeline: ")  # a usage error, not a worker error
     candidate = Candidate(macros=_assignments(args.set, "--set"), pipeline=pipeline,
@@ -90,7 +133,7 @@ def _replay(args: argparse.Namespace) -> int:
         print(json.dumps(result.as_dict(), indent=2))
     else:
         print(f"{args.kernel}: {result.summary()}")
-    return 0 if result.ok else 1
+    return OK if result.ok else REJECTED
 
 
 if __name__ == "__main__":

@@ -56,3 +56,51 @@ class KernelFault(R3Error, RuntimeError):
 
 class R3Warning(UserWarning):
     """Base class of pytest-r3 warnings."""
+
+
+class StateWriteError(R3Error, OSError):
+    """pytest-r3 could not write its state (read-only folder, full disk, no permission).
+
+    One line naming the path and what to do; ``path`` and ``reason`` hold the parts.
+    """
+
+    def __init__(self, path, reason: str, hint: str = "") -> None:
+        super().__init__(f"cannot write {path}: {reason}" + (f"; {hint}" if hint else ""))
+        self.path = path
+        self.reason = reason
+        self.hint = hint
+
+    def __reduce__(self):
+        return type(self), (self.path, self.reason, self.hint)
+
+
+class StateLockTimeout(R3Error, TimeoutError):
+    """Another run held the lock on a state file for too long."""
+
+    def __init__(self, path, timeout: float, holder: str = "") -> None:
+        who = f"process {holder}" if holder else "another process"
+        super().__init__(f"waited {timeout:g} s for {who} to finish editing {path}; is "
+                         "another pytest-r3 run still going? Try again when it has ended")
+        self.path = path
+        self.timeout = timeout
+        self.holder = holder
+
+    def __reduce__(self):
+        return type(self), (self.path, self.timeout, self.holder)
+
+
+class CorruptStateError(R3Error, ValueError):
+    """A state file (r3.lock, a kernel spec...) is unreadable or not what it should be."""
+
+    def __init__(self, path, problem: str, fix: str = "") -> None:
+        super().__init__(f"{path}: {problem}" + (f"; {fix}" if fix else ""))
+        self.path = path
+        self.problem = problem
+        self.fix = fix
+
+    def __reduce__(self):
+        return type(self), (self.path, self.problem, self.fix)
+
+
+class CorruptStateWarning(R3Warning):
+    """A state file was unreadable and was ignored (the baseline, or the other files, used)."""

@@ -58,6 +58,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
            _flag, metavar="BOOL"),
     Option("r3_kernels", "comma-separated kernel names to tune or check; none: all", "",
            str, metavar="NAMES"),
+    Option("r3_retune", "replace each kernel's r3.lock entry with this run's result, even one "
+           "measured with a smaller budget or finding nothing (by default a weaker run keeps "
+           "the committed entry)", False, _flag, is_flag=True),
     Option("r3_check_threshold", "percent slowdown against the baseline at which "
            "--r3-check fails", 5.0, float, metavar="PERCENT"),
     Option("r3_llm_model", "chat model for source rewrites; none: tune settings only", "",

@@ -213,3 +213,79 @@ def test_help_lists_both_commands(tmp_path):
     assert "recordings" in result.stdout and "replay" in result.stdout
     result = run([*cli(), "replay", "--help"], tmp_path)
     assert "--set NAME=VALUE" in result.stdout
+
+
+# -- exit status: 2 for usage, state and internal errors, 1 only for a rejected variant -------
+
+@pytest.fixture
+def damaged(project, tmp_path) -> Path:
+    """A copy of the recorded project, free to damage."""
+    copy = tmp_path / "copy"
+    shutil.copytree(project, copy)
+    return copy
+
+
+def test_replay_with_a_garbage_spec_file_exits_2_naming_it(damaged):
+    spec = damaged / ".r3" / "recordings" / "cli_saxpy" / "kernel.json"
+    spec.write_text("{ not json")
+    result = run([*cli(), "replay", "cli_saxpy"], damaged)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert ".r3/recordings/cli_saxpy/kernel.json" in result.stderr  # as the user named it
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_an_internal_error_exits_2_in_one_line(damaged):
+    spec = damaged / ".r3" / "recordings" / "cli_saxpy" / "kernel.json"
+    spec.write_text(json.dumps({"spec": {"name": "cli_saxpy", "surprise": 1}}))
+    result = run([*cli(), "replay", "cli_saxpy"], damaged)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.startswith("pytest-r3: internal error: ")
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_replay_of_a_missing_source_file_exits_2(project, tmp_path):
+    result = run([*cli(), "replay", "cli_saxpy", "--source", str(tmp_path / "nope.c")],
+                 project)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "nope.c" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_garbage_index_is_rebuilt_and_every_command_works(damaged):
+    index = damaged / ".r3" / "recordings" / "cli_saxpy" / "index.json"
+    index.write_text("\x00\x01 garbage")
+    listed = run([*cli(), "recordings"], damaged)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[0] == "cli_saxpy:" and len(listed.stdout.splitlines()) == 3
+    assert "Traceback" not in listed.stderr
+    assert ".r3/recordings/cli_saxpy/index.json is unusable" in listed.stderr
+    assert json.loads(index.read_text())["kept"]  # rebuilt from the files
+    replayed = run([*cli(), "replay", "cli_saxpy", "--set", "UNROLL=2"], damaged)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert replayed.stdout.startswith("cli_saxpy: ok")
+
+
+def test_a_truncated_recording_is_skipped_with_a_warning(damaged):
+    keys = recording_keys(damaged)
+    arrays = damaged / ".r3" / "recordings" / "cli_saxpy" / f"{keys[0]}.npz"
+    arrays.write_bytes(arrays.read_bytes()[:64])
+    listed = run([*cli(), "recordings"], damaged)
+    assert listed.returncode == 0 and keys[0] not in listed.stdout and keys[1000] in listed.stdout
+    replayed = run([*cli(), "replay", "cli_saxpy"], damaged)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    warned = [line for line in replayed.stderr.splitlines()
+              if f".r3/recordings/cli_saxpy/{keys[0]}.npz" in line]
+    assert len(warned) == 1 and warned[0].startswith("pytest-r3: skipped recording")
+    # recording again repairs it
+    record(damaged)
+    relisted = run([*cli(), "recordings"], damaged)
+    assert keys[0] in relisted.stdout and relisted.stderr == ""
+
+
+def test_replay_without_any_usable_recording_exits_2(damaged):
+    for arrays in (damaged / ".r3" / "recordings" / "cli_saxpy").glob("*.npz"):
+        arrays.write_bytes(b"x")
+    result = run([*cli(), "replay", "cli_saxpy"], damaged)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "has no usable recording" in result.stderr and "--r3-record" in result.stderr
+    assert result.stderr.count("skipped recording") == 2  # each named once

@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import math
 import re
+import warnings
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..outputs import write_json_atomic
+from ..errors import CorruptStateWarning
+from ..outputs import file_lock, write_json_atomic
 
 
 @dataclass(frozen=True)
@@ -92,10 +94,35 @@ class ExampleIndex:
     def __init__(self, accepted_path: Path | None = None, catalogue=CATALOGUE) -> None:
         self.accepted_path = accepted_path
         self.examples = list(catalogue)
-        if accepted_path is not None and accepted_path.exists():
-            for item in json.loads(accepted_path.read_text()):
-                self.examples.append(Example(item["title"], item["text"], "accepted",
-                                             frozenset(code_tags(item["text"]))))
+        for item in self._accepted(warn=True):
+            self.examples.append(Example(item["title"], item["text"], "accepted",
+                                         frozenset(code_tags(item["text"]))))
+
+    def _accepted(self, warn: bool = False) -> list[dict]:
+        """The accepted rewrites on disk; an unreadable file, or an item that is not an
+        example, is left out (with a warning naming the file when ``warn``)."""
+        if self.accepted_path is None:
+            return []
+        try:
+            items = json.loads(self.accepted_path.read_text())
+        except FileNotFoundError:
+            return []
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            if warn:
+                warnings.warn(CorruptStateWarning(
+                    f"pytest-r3: ignoring {self.accepted_path}: not readable JSON "
+                    f"({' '.join(str(exc).split())}); it is rewritten by the next accepted "
+                    "rewrite"), stacklevel=3)
+            return []
+        if not isinstance(items, list):
+            items = []
+        good = [i for i in items if isinstance(i, dict) and isinstance(i.get("title"), str)
+                and isinstance(i.get("text"), str)]
+        if warn and len(good) != len(items):
+            warnings.warn(CorruptStateWarning(
+                f"pytest-r3: {self.accepted_path}: ignored {len(items) - len(good)} item(s) "
+                "that are not examples (title and text)"), stacklevel=3)
+        return good
 
     def top(self, query: str, count: int = 2) -> list[Example]:
         wanted = _words(query)
@@ -116,13 +143,16 @@ class ExampleIndex:
         return [e for e in ranked[:count] if score(e) > 0]
 
     def remember(self, kernel: str, before: str, after: str, speedup: float) -> None:
-        """Store an accepted rewrite as a future example."""
+        """Store an accepted rewrite as a future example (one per kernel: the latest).
+
+        The file is re-read and written under its lock, so runs tuning other kernels at
+        the same time keep theirs; an unreadable file is replaced.
+        """
         if self.accepted_path is None:
             return
-        items = (json.loads(self.accepted_path.read_text())
-                 if self.accepted_path.exists() else [])
-        items = [i for i in items if i.get("kernel") != kernel]
-        items.append({"kernel": kernel, "speedup": speedup,
-                      "title": f"Accepted rewrite of {kernel} ({speedup:.2f}x)",
-                      "text": f"Before:\n{before}\nAfter:\n{after}"})
-        write_json_atomic(self.accepted_path, items)
+        with file_lock(self.accepted_path):
+            items = [i for i in self._accepted() if i.get("kernel") != kernel]
+            items.append({"kernel": kernel, "speedup": speedup,
+                          "title": f"Accepted rewrite of {kernel} ({speedup:.2f}x)",
+                          "text": f"Before:\n{before}\nAfter:\n{after}"})
+            write_json_atomic(self.accepted_path, items)

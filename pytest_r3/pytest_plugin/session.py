@@ -154,16 +154,14 @@ class TunePlugin:
         from ..tuning.tune import tune_kernel
 
         tuning = self._tuning(session)
-        lock = LockFile.load(self.lock_path)
         registry = declaration.registry()
         for name in sorted(self.recorder.kernels):
             if self.selected and name not in self.selected:
                 continue
-            row = tune_kernel(registry[name], tuning, lock)
+            row = tune_kernel(registry[name], tuning, self.lock_path)
             if row.status.startswith("FAILED"):
                 self.failures.append(f"{name}: {row.notes[-1]}")
             self.rows.append(row)
-        lock.save()
         write_reports(self.r3_dir, self.rows)
 
     def _check_all(self, session: pytest.Session) -> None:
@@ -210,6 +208,7 @@ def tuning_settings(config: pytest.Config) -> TuningSettings:
             search_pipeline=bool(value("r3_search_pipeline")), replay=replay,
             address_space=int(float(value("r3_memory_limit")) * 2**20),
             check_threshold=float(value("r3_check_threshold")) / 100,
+            retune=bool(value("r3_retune")),
             llm=_llm_settings(value), evolution=_evolution_settings(value))
     except (TypeError, ValueError) as exc:
         raise pytest.UsageError(f"pytest-r3 settings: {exc}") from None

@@ -11,6 +11,11 @@ recorded as aliased: ``aliases`` holds groups of parameter names, ``overlaps`` p
 buffers that partly overlapped. A replay must pass one buffer for an aliased group
 (``Recording.arguments()`` does), or a rewrite that assumes ``restrict`` goes unnoticed.
 Recordings written before aliasing was recorded read as not aliased.
+
+A file that cannot be read is skipped with one warning naming it (recording again replaces
+it); a broken ``index.json`` is rebuilt from the files; ``save`` merges under a file lock,
+so concurrent recording runs (xdist workers) keep each other's recordings. Longer than most
+modules: capture, the on-disk format and its repair are one contract.
 """
 
 from __future__ import annotations
@@ -18,14 +23,15 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-from collections.abc import Callable, Iterable
+import warnings
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import R3Error
-from ..outputs import write_bytes_atomic, write_json_atomic
+from ..errors import CorruptStateWarning, R3Error
+from ..outputs import file_lock, write_bytes_atomic, write_json_atomic
 
 DEFAULT_CAP_BYTES = 64 * 1024 * 1024
 INDEX_FILE = "index.json"
@@ -240,6 +246,7 @@ class RecordingStore:
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
+        self._warned: set[str] = set()  # each unusable file is named once per store
 
     def kernel_dir(self, kernel: str) -> Path:
         return self.root / kernel
@@ -264,14 +271,17 @@ class RecordingStore:
             raise CorruptRecording(meta_path, f"not a recording's metadata (missing "
                                               f"{', '.join(missing) or 'everything'})")
         try:
-            with np.load(arrays_path, allow_pickle=False) as data:
+            # opened here: np.load leaves its own file open when the archive is bad
+            with open(arrays_path, "rb") as stream, \
+                    np.load(stream, allow_pickle=False) as data:
                 inputs = {n[3:]: data[n] for n in data.files if n.startswith("in.")}
                 outputs = {n[4:]: data[n] for n in data.files if n.startswith("out.")}
         except FileNotFoundError:
             raise CorruptRecording(arrays_path, "the file is missing") from None
         except Exception as exc:  # BadZipFile, zlib.error, EOFError, ValueError, OSError...
-            raise CorruptRecording(arrays_path, f"cannot read its arrays "
-                                                f"({type(exc).__name__}: {exc})") from exc
+            why = ("not an .npz archive" if "pickled" in str(exc)  # numpy's fallback guess
+                   else f"{type(exc).__name__}: {' '.join(str(exc).split())}")
+            raise CorruptRecording(arrays_path, f"cannot read its arrays ({why})") from exc
         try:
             recording = Recording(meta["kernel"], meta["params"], meta["scalars"], inputs,
                                   outputs, meta["returned"], meta["tests"],
@@ -287,17 +297,44 @@ class RecordingStore:
         return recording
 
     def keys(self, kernel: str) -> list[str]:
-        index = self.index(kernel)
-        if index:
-            return list(index["kept"])
-        return self._files(kernel)
+        """Keys of the kernel's usable recordings: the index's (or, without a readable
+        index, the files'), less any that cannot be read, each skipped with one warning
+        naming its file (recording again repairs it)."""
+        return [key for key, _ in self._usable(kernel)]
+
+    def load_all(self, kernel: str) -> list[Recording]:
+        """Every usable recording (see :meth:`keys`)."""
+        return [recording for _, recording in self._usable(kernel)]
+
+    def _usable(self, kernel: str) -> Iterator[tuple[str, Recording]]:
+        for key in self._listed(kernel, rebuild=True):
+            try:
+                yield key, self.read(kernel, key)
+            except CorruptRecording as exc:
+                self._warn(f"pytest-r3: skipped recording {key} of kernel {kernel!r}: {exc}")
+
+    def _listed(self, kernel: str, rebuild: bool = False) -> list[str]:
+        """The keys the index lists, or the files' keys when it is missing or unreadable
+        (then, with ``rebuild``, an index of the readable files is written if it can be)."""
+        try:
+            index = self._index_file(kernel)
+        except CorruptRecording as exc:
+            self._warn(f"pytest-r3: {exc.path} is unusable ({exc.reason}); going by the "
+                       "recording files instead")
+            if rebuild:
+                self._rebuild_index(kernel)
+            return self._files(kernel)
+        return list(index["kept"]) if index else self._files(kernel)
+
+    def _warn(self, message: str) -> None:
+        message = " ".join(message.split())  # one line
+        if message not in self._warned:
+            self._warned.add(message)
+            warnings.warn(CorruptStateWarning(message), stacklevel=2)
 
     def _files(self, kernel: str) -> list[str]:
         """Keys of the recordings in the folder, by their arrays file (no index to go by)."""
         return sorted(p.stem for p in self.kernel_dir(kernel).glob("*.npz"))
-
-    def load_all(self, kernel: str) -> list[Recording]:
-        return [self.read(kernel, key) for key in self.keys(kernel)]
 
     def kernels(self) -> list[str]:
         if not self.root.is_dir():
@@ -305,7 +342,17 @@ class RecordingStore:
         return sorted(p.name for p in self.root.iterdir() if p.is_dir())
 
     def index(self, kernel: str) -> dict | None:
-        """The index ``save`` wrote, or None; an unreadable one raises CorruptRecording."""
+        """The index ``save`` wrote, or None if there is none; an unreadable one is rebuilt
+        from the readable recording files (with a warning naming it)."""
+        try:
+            return self._index_file(kernel)
+        except CorruptRecording as exc:
+            self._warn(f"pytest-r3: {exc.path} is unusable ({exc.reason}); going by the "
+                       "recording files instead")
+            return self._rebuild_index(kernel)
+
+    def _index_file(self, kernel: str) -> dict | None:
+        """The index on disk, or None; an unreadable one raises CorruptRecording."""
         path = self.kernel_dir(kernel) / INDEX_FILE
         if not path.exists():
             return None
@@ -314,6 +361,39 @@ class RecordingStore:
                 isinstance(k, str) for k in index["kept"]):
             raise CorruptRecording(path, "not an index of recordings (no list of kept keys)")
         return index
+
+    def _rebuild_index(self, kernel: str) -> dict:
+        """An index of the readable recording files, written over a broken one if the
+        folder is free and writable (else only returned)."""
+        kept = []
+        for key in self._files(kernel):
+            try:
+                kept.append(self.read(kernel, key))
+            except CorruptRecording as exc:
+                self._warn(f"pytest-r3: skipped recording {key} of kernel {kernel!r}: {exc}")
+        index = _index_of(kernel, None, kept, [])
+        index["rebuilt"] = True
+        path = self.kernel_dir(kernel) / INDEX_FILE
+        try:
+            with file_lock(path, timeout=1.0):
+                try:
+                    self._index_file(kernel)
+                except CorruptRecording:  # still broken (no save() repaired it meanwhile)
+                    write_json_atomic(path, index)
+        except R3Error:  # read-only, full, or busy: reading still works from the files
+            pass
+        return index
+
+    def spec(self, kernel: str) -> dict | None:
+        """The kernel's spec file (``kernel.json``) as written by ``--r3-record``, None if
+        there is none; an unreadable one raises CorruptRecording naming it."""
+        path = self.kernel_dir(kernel) / SPEC_FILE
+        if not path.exists():
+            return None
+        data = _read_json(path)
+        if not isinstance(data, dict) or not isinstance(data.get("spec"), dict):
+            raise CorruptRecording(path, "not a kernel spec (no \"spec\" object)")
+        return data
 
     def save(self, kernel: str, recordings: Iterable[Recording], cap_bytes: int) -> dict:
         """Keep a representative subset under ``cap_bytes``; write it and an index of choices.
@@ -324,6 +404,10 @@ class RecordingStore:
         version of the kernel source are dropped (their outputs are no longer the answer).
         """
         recordings = list(recordings)
+        with file_lock(self.kernel_dir(kernel) / INDEX_FILE):
+            return self._save(kernel, recordings, cap_bytes)
+
+    def _save(self, kernel: str, recordings: list[Recording], cap_bytes: int) -> dict:
         current = {r.source_hash for r in recordings if r.source_hash}
         merged: dict[str, Recording] = {}
         stale: list[tuple[Recording, str]] = []
@@ -349,32 +433,23 @@ class RecordingStore:
                 (folder / f"{key}{suffix}").unlink(missing_ok=True)
         for recording in kept:
             self.write(recording)
-        index = {
-            "kernel": kernel,
-            "cap_bytes": cap_bytes,
-            "kept": [r.key for r in kept],
-            "kept_bytes": sum(r.nbytes for r in kept),
-            "dropped": [{"key": r.key, "nbytes": r.nbytes, "tests": r.tests, "why": why}
-                        for r, why in dropped]
-            + [{"key": key, "nbytes": 0, "tests": [], "why": f"unreadable: {why}"}
-               for key, why in unreadable],
-            "weak": [r.key for r in kept if r.weak_outputs()
-                     and len(r.weak_outputs()) == len(r.outputs)],
-            "aliased": [r.key for r in kept if r.aliases],
-        }
-        if kept or dropped:
+        index = _index_of(kernel, cap_bytes, kept, dropped)
+        index["dropped"] += [{"key": key, "nbytes": 0, "tests": [], "why": f"unreadable: {why}"}
+                             for key, why in unreadable]
+        if kept or dropped or unreadable:
             write_json_atomic(folder / INDEX_FILE, index)
         return index
-
 
     def _readable(self, kernel: str, unreadable: list[tuple[str, str]]) -> list[Recording]:
         """The recordings on disk that can be read; the others go to ``unreadable``."""
         if not self.kernel_dir(kernel).is_dir():
             return []
         try:
-            keys = self.keys(kernel)
-        except CorruptRecording:  # a broken index: go by the files
-            keys = self._files(kernel)
+            index = self._index_file(kernel)
+        except CorruptRecording:  # a broken index: go by the files (it is rewritten)
+            index = None
+        # the index's keys, and files it does not list (a save cut short by a crash)
+        keys = list(dict.fromkeys([*(index["kept"] if index else []), *self._files(kernel)]))
         readable = []
         for key in keys:
             try:
@@ -385,6 +460,21 @@ class RecordingStore:
 
 
 _REQUIRED_META = {"kernel", "params", "scalars", "returned", "tests"}
+
+
+def _index_of(kernel: str, cap_bytes: int | None, kept: list[Recording],
+              dropped: list[tuple[Recording, str]]) -> dict:
+    return {
+        "kernel": kernel,
+        "cap_bytes": cap_bytes,
+        "kept": [r.key for r in kept],
+        "kept_bytes": sum(r.nbytes for r in kept),
+        "dropped": [{"key": r.key, "nbytes": r.nbytes, "tests": r.tests, "why": why}
+                    for r, why in dropped],
+        "weak": [r.key for r in kept if r.weak_outputs()
+                 and len(r.weak_outputs()) == len(r.outputs)],
+        "aliased": [r.key for r in kept if r.aliases],
+    }
 
 
 def _read_json(path: Path) -> object:

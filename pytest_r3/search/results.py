@@ -2,36 +2,89 @@
 
 One JSON line per evaluated configuration, keyed by a hash of the kernel's source and the
 configuration's values (not of the search space), so adding a tunable value keeps every
-earlier result, and an interrupted run resumes without evaluating anything twice. Lines are
-appended and flushed one at a time; a torn last line (killed mid-write) is ignored.
+earlier result, and an interrupted run resumes without evaluating anything twice.
+
+A result is reused only in the same *context*: everything else that changes it, hashed by
+:func:`result_context` (the source with its headers, the recordings, the tolerance, the
+toolchain, the target). Each line carries its context; a store opened for another context
+does not see it (the line stays, for when that context comes back).
+
+Lines are appended under the file's lock, one write each, flushed; a line torn by a kill
+is ignored, and the next line starts on a line of its own.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+
+from ..outputs import append_line
 
 
 def configuration_key(source_hash: str, candidate_key: str) -> str:
     return hashlib.sha256(f"{source_hash}:{candidate_key}".encode()).hexdigest()[:20]
 
 
+def toolchain_version() -> str:
+    """clang's and llvmlite's versions (with LLVM's): the IR and the code built from it."""
+    import llvmlite
+    import llvmlite.binding as llvm
+
+    from ..backends.clang import find_clang
+
+    llvm_version = ".".join(str(part) for part in llvm.llvm_version_info)
+    return f"clang {find_clang().version}; llvmlite {llvmlite.__version__} (LLVM {llvm_version})"
+
+
+def result_context(*, source_fingerprint: str, target: str, recordings: Iterable[str],
+                   tolerance: Mapping | None = None, toolchain: str | None = None,
+                   extra: Mapping | None = None) -> str:
+    """A short hash of everything besides the configuration that changes an evaluation.
+
+    ``source_fingerprint`` is ``kernel.lock.source_fingerprint(kernel)`` (text and local
+    headers), ``recordings`` the keys replayed (order does not matter), ``tolerance`` the
+    kernel's, ``toolchain`` defaults to :func:`toolchain_version`, and ``extra`` anything
+    else worth keying on (CPU features, verification settings), as JSON-able values.
+    """
+    payload = {
+        "source": source_fingerprint,
+        "target": target,
+        "recordings": sorted(set(recordings)),
+        "tolerance": dict(tolerance or {}),
+        "toolchain": toolchain if toolchain is not None else toolchain_version(),
+        "extra": dict(extra or {}),
+    }
+    text = json.dumps(payload, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 class ResultStore:
-    def __init__(self, root: str | Path, kernel: str, target: str) -> None:
+    """``context`` (from :func:`result_context`) selects the results this store sees; None
+    sees only lines written without one (stores from before contexts existed)."""
+
+    def __init__(self, root: str | Path, kernel: str, target: str,
+                 context: str | None = None) -> None:
         self.path = Path(root) / kernel / f"{target}.jsonl"
+        self.context = context
         self._lock = threading.Lock()
         self._entries: dict[str, dict] = {}
-        if self.path.exists():
-            for line in self.path.read_text().splitlines():
-                try:
-                    entry = json.loads(line)
-                except ValueError:
-                    continue  # a line torn by a kill: that evaluation simply runs again
-                self._entries[entry["key"]] = entry
+        try:
+            text = self.path.read_text(errors="replace")
+        except FileNotFoundError:
+            text = ""
+        for line in text.splitlines():
+            try:
+                entry = json.loads(line)
+                key = entry["key"]
+            except (ValueError, KeyError, TypeError):
+                continue  # a line torn by a kill, or not ours: that evaluation runs again
+            if isinstance(key, str) and entry.get("context") == context \
+                    and isinstance(entry.get("result"), dict):
+                self._entries[key] = entry
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -46,13 +99,12 @@ class ResultStore:
         return list(self._entries.values())
 
     def add(self, key: str, candidate: dict, result: dict) -> dict:
+        """Store one result; a file system failure raises StateWriteError naming the file."""
         entry = {"key": key, "candidate": candidate, "result": result, "time": time.time()}
-        line = json.dumps(entry, sort_keys=True) + "\n"
+        if self.context is not None:
+            entry["context"] = self.context
+        line = json.dumps(entry, sort_keys=True)
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a") as stream:
-                stream.write(line)
-                stream.flush()
-                os.fsync(stream.fileno())
+            append_line(self.path, line)
             self._entries[key] = entry
         return entry

@@ -4,7 +4,7 @@ as a ratio)."""
 
 from __future__ import annotations
 
-from ..kernel.lock import variant_from_entry
+from ..kernel.lock import entry_status, variant_from_entry
 from ..replay.protocol import Candidate
 from ..reports import KernelReport
 from .context import Tuning
@@ -31,17 +31,15 @@ def _fail(row: KernelReport, status: str, why: str) -> KernelReport:
 
 def _check(kernel, entry: dict, tuning: Tuning, exercised: bool,
            row: KernelReport) -> KernelReport:
-    if entry.get("rewrite_hash"):
-        if entry["rewrite_hash"] != kernel.source.hash:
-            row.status = "patch not applied"
-            row.notes.append(f"the locked variant is a source rewrite: review and apply "
-                             f".r3/patches/{kernel.name}.patch (git apply), then check "
-                             "again; until then plain runs use the baseline")
-            return row
-    elif entry.get("source_hash") != kernel.source.hash:
-        return _fail(row, "stale", f"the lock entry was tuned for source "
-                     f"{entry.get('source_hash')} but the source is now {kernel.source.hash}: "
-                     "run pytest --r3-tune")
+    status, why = entry_status(kernel, entry)
+    if status == "patch pending":
+        row.status = "patch not applied"
+        row.notes.append(f"the locked variant is a source rewrite: review and apply "
+                         f".r3/patches/{kernel.name}.patch (git apply), then check "
+                         "again; until then plain runs use the baseline")
+        return row
+    if status == "stale":
+        return _fail(row, "stale", f"the lock {why}: run pytest --r3-tune")
     if not exercised:
         row.status = "not exercised"
         row.notes.append("no oracle test launched it in this session; not checked")

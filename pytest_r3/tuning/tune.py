@@ -7,20 +7,21 @@ from __future__ import annotations
 import datetime
 
 from .. import __version__
-from ..backends.clang import host_target, source_hash
-from ..kernel.lock import LockFile, features_hash
+from ..backends.clang import host_target
+from ..kernel.lock import features_hash, source_fingerprint, update_entry
 from ..outputs import write_text_atomic
 from ..replay.protocol import Candidate
 from ..reports import KernelReport
 from ..search.parametrization import SearchSpace
-from ..search.results import ResultStore
+from ..search.results import ResultStore, result_context
 from ..search.tuner import Tuner
 from .context import Tuning
 
 
-def tune_kernel(kernel, tuning: Tuning, lock: LockFile) -> KernelReport:
-    """Tune ``kernel`` and update its entry in ``lock``; one kernel's failure is its row's
-    status, never an exception that stops the others."""
+def tune_kernel(kernel, tuning: Tuning, lock_path) -> KernelReport:
+    """Tune ``kernel`` and merge its entry into the lock file at ``lock_path`` (under a file
+    lock; see kernel.lock.merge_entry for which entry wins); one kernel's failure is its
+    row's status, never an exception that stops the others."""
     settings = tuning.settings
     target = kernel.backend.target_name()
     row = KernelReport(kernel.name, target, "baseline kept", optimizer=settings.optimizer)
@@ -34,7 +35,19 @@ def tune_kernel(kernel, tuning: Tuning, lock: LockFile) -> KernelReport:
     tuning.say(f"pytest-r3: tuning {kernel.name} on {target} with {settings.optimizer}, "
                f"budget {settings.budget.describe()}, {settings.workers} worker(s)")
     space = SearchSpace(kernel.space, kernel.pipeline, tune_pipeline=settings.search_pipeline)
-    store = ResultStore(tuning.r3_dir / "results", kernel.name, target)
+    fingerprint = source_fingerprint(kernel)
+    features = features_hash(host_target().features) if kernel.backend_name == "cpu" else None
+    store = ResultStore(tuning.r3_dir / "results", kernel.name, target, context=result_context(
+        source_fingerprint=fingerprint, target=target,
+        recordings=tuning.recordings.keys(kernel.name), tolerance=kernel.tolerance,
+        extra={"features": features}))
+
+    def commit(entry):
+        decision = update_entry(lock_path, kernel.name, target, entry, source_hash=fingerprint,
+                                features_hash=features, retune=settings.retune)
+        if decision.action == "kept":
+            row.notes.append(decision.reason)
+        return decision
     evolution = None
     try:
         with tuning.pool(kernel) as pool:
@@ -56,7 +69,7 @@ def tune_kernel(kernel, tuning: Tuning, lock: LockFile) -> KernelReport:
     _describe_search(row, outcome, evolution)
     if best is None:
         row.notes.append("no variant was faster than the baseline beyond the noise")
-        lock.remove_entry(kernel.name, target)
+        commit(None)
         return row
     row.measured(result.timing)
     row.changes = {"macros": best.macros, "pipeline": best.pipeline,
@@ -68,16 +81,17 @@ def tune_kernel(kernel, tuning: Tuning, lock: LockFile) -> KernelReport:
     if failures:
         row.status = "rejected by oracles"
         row.notes += [f"oracle test failed with the best variant: {f}" for f in failures]
-        lock.remove_entry(kernel.name, target)
+        commit(None)
         return row
     row.status = "tuned" if best.source_text is None else "tuned (source rewrite)"
     entry = _lock_entry(kernel, tuning, row, best, outcome.optimizer)
     if best.source_text is not None:  # the lock names the rewrite; the patch carries it
-        entry["rewrite_hash"] = source_hash(best.source_text)
+        entry["rewrite_hash"] = source_fingerprint(kernel.source.with_text(best.source_text))
         row.notes.append(_write_patch(kernel, tuning, best.source_text))
         _examples(tuning).remember(kernel.name, kernel.source.text, best.source_text,
                                    row.speedup)
-    lock.set_entry(kernel.name, target, entry)
+    entry["source_hash"] = fingerprint
+    commit(entry)
     return row
 
 
