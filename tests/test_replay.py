@@ -467,3 +467,30 @@ def test_server_gives_up_after_repeated_crashes(recorded):
         assert server.evaluate(crasher).status == "crash"
         with pytest.raises(ReplayError, match="died 2 times in a row"):
             server.evaluate(crasher)
+
+
+SQUARE_C = """\
+void square(long n, const float *x, float *out)
+{
+    for (long i = 0; i < n; ++i)
+        for (long j = 0; j < n; ++j)
+            out[i * n + j] = 2.0f * x[i * n + j];
+}
+"""
+
+
+def test_a_derived_size_that_overruns_the_buffers_is_dropped_without_harm(tmp_path):
+    """n+3 fits the buffers by element count but not as n*n: the baseline writes 12 KiB past
+    the end, through the guards into the heap. The case is dropped, the next case and the
+    candidates get a fresh worker (before, the damaged heap aborted the worker at start)."""
+    (tmp_path / "square.c").write_text(SQUARE_C)
+    kernel = r3.kernel(tmp_path / "square.c", entry="square", name="replay_square")
+    store = RecordingStore(tmp_path / "recordings")
+    n = 512
+    x = np.random.default_rng(0).standard_normal(n * n).astype(np.float32)
+    keys = record_launches(kernel, store, [(n, x, np.zeros(n * n, np.float32))])
+    with ReplayServer(KernelSpec.from_kernel(kernel), store.root, keys, FAST,
+                      request_timeout=60) as server:
+        assert any("n=515" in dropped for dropped in server.dropped_cases)
+        result = server.evaluate(Candidate(label="baseline"))
+        assert result.status == "ok", result.summary()

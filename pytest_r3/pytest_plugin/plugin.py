@@ -6,6 +6,7 @@ pytest. Nothing heavy is imported unless an r3 option is used.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,8 @@ import pytest
 from .. import settings as options
 from ..errors import DeclarationError
 from ..kernel import declaration
+from . import distributed
+from .oracle_run import ENV as ORACLE_RUN_ENV
 
 ORACLE_MARKER = "r3_oracle"
 registry_snapshot_key = pytest.StashKey[dict]()
@@ -31,24 +34,37 @@ def pytest_configure(config: pytest.Config) -> None:
         f"it passes. Example: @pytest.mark.{ORACLE_MARKER}(saxpy)",
     )
     config.stash[registry_snapshot_key] = declaration.snapshot_registry()
+    request = os.environ.pop(ORACLE_RUN_ENV, None)  # popped: the tests' own children skip it
+    if request:  # a child pytest re-running oracle tests for an xdist controller
+        from .oracle_run import OracleRunPlugin
+
+        declaration.use_lock_file(False)  # every other kernel runs its baseline, as tuned
+        config.pluginmanager.register(OracleRunPlugin(Path(request)), "r3-oracle-run")
+        return
     tune = options.value(config, "r3_tune")
     check = options.value(config, "r3_check")
     if tune and check:
         raise pytest.UsageError("--r3-tune and --r3-check do not go together: tune first, "
                                 "then check (e.g. in CI)")
+    where = distributed.role(config)  # pytest-xdist: "worker", "controller" or None
+    if where == "controller" and options.value(config, "r3_list"):
+        distributed.stop_distributing(config)  # listing only collects: no workers needed
+        where = None
     if options.value(config, "r3_record") or tune or check:
         from .recording import RecordingPlugin
 
         declaration.use_lock_file(False)  # record what the baseline does
         root = r3_dir(config) / "recordings"
         cap = int(options.value(config, "r3_record_cap") * 2**20)
-        recorder = RecordingPlugin(config, root, cap, oracle_kernels)
+        recorder = RecordingPlugin(config, root, cap, oracle_kernels,
+                                   controller=where == "controller")
         config.pluginmanager.register(recorder, "r3-recording")
-        if tune or check:
+        if (tune or check) and where != "worker":  # workers record; one process tunes
             from .session import TunePlugin
 
             config.pluginmanager.register(
-                TunePlugin(config, recorder, r3_dir(config), "tune" if tune else "check"),
+                TunePlugin(config, recorder, r3_dir(config), "tune" if tune else "check",
+                           distributed=where == "controller"),
                 "r3-tuning")
 
 

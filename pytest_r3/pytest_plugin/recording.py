@@ -3,24 +3,33 @@
 A kernel with tests marked ``r3_oracle`` is recorded only inside those; a kernel with no
 marked test is recorded inside any test that launches it (observed). At the end of the
 session the recordings go to ``<r3-dir>/recordings/<kernel>/`` with the kernel's spec.
+
+Under pytest-xdist each worker records and saves its own launches (the store merges them
+under a file lock) and sends the controller a summary (:meth:`RecordingPlugin.export`);
+the controller merges the summaries (:meth:`RecordingPlugin.merge`) and prints the
+recordings once (see :mod:`.distributed`).
 """
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
+from ..errors import R3Error
 from ..kernel import declaration
 from ..outputs import write_json_atomic
-from ..record.store import SPEC_FILE, Recording, RecordingStore, capture
+from ..record.store import SPEC_FILE, CorruptRecording, Recording, RecordingStore, capture
+from . import distributed
 
 
 class RecordingPlugin:
     def __init__(self, config: pytest.Config, root: Path, cap_bytes: int,
-                 oracle_kernels) -> None:
+                 oracle_kernels, controller: bool = False) -> None:
         self.config = config
+        self.controller = controller  # xdist's: the workers record, this merges
         self.store = RecordingStore(root)
         self.cap_bytes = cap_bytes
         self._oracle_kernels = oracle_kernels
@@ -35,6 +44,12 @@ class RecordingPlugin:
         self._item_oracles: set[str] = set()
         self.paused = False
         self.saved = False
+        # on the xdist controller: the kernels the workers recorded, where each kernel is
+        # declared, the workers' sys.path, and what went wrong on a worker
+        self.recorded: set[str] = set()
+        self.declared: dict[str, dict] = {}
+        self.worker_sys_path: list[str] = []
+        self.worker_problems: list[str] = []
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         for item in items:
@@ -70,15 +85,91 @@ class RecordingPlugin:
 
     def oracle_tests(self, kernel: str) -> list[str]:
         """Node ids of the tests a tuned variant of ``kernel`` must pass."""
-        return self.marked.get(kernel) or sorted(self.observed.get(kernel, ()))
+        marked = self.marked.get(kernel, [])
+        if self.controller:  # the child run gets ids, not items: only those that ran
+            marked = [nodeid for nodeid in marked if nodeid in self.ran]
+        return marked or sorted(self.observed.get(kernel, ()))
+
+    def recorded_kernels(self) -> list[str]:
+        """Names of the kernels launches were recorded of (here, or by xdist workers)."""
+        return sorted(set(self.kernels) | self.recorded)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        self.save()
+        output = getattr(self.config, "workeroutput", None)
+        if output is None:
+            self.save()
+            if self.worker_problems and session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED  # recordings are missing
+            return
+        problem = None  # an xdist worker: save, then tell the controller what was recorded
+        try:
+            self.save()
+        except R3Error as exc:  # e.g. a read-only or full disk: the controller says so
+            problem = f"could not save its recordings: {exc}"
+        output[distributed.OUTPUT_KEY] = {**self.export(), "problem": problem}
+
+    # -- pytest-xdist ---------------------------------------------------------------------
+    def export(self) -> dict:
+        """What the xdist controller needs from this worker (plain data for execnet)."""
+        marked_ids = {nodeid for ids in self.marked.values() for nodeid in ids}
+        return {"recorded": sorted(self.recordings), "launches": dict(self.launches),
+                "marked": self.marked,
+                "observed": {name: sorted(ids) for name, ids in self.observed.items()},
+                "ran": sorted(self.ran & marked_ids),
+                "declared": distributed.declared_kernels(), "sys_path": list(sys.path)}
+
+    def merge(self, output: dict) -> None:
+        """Add one worker's :meth:`export` (on the xdist controller)."""
+        self.recorded.update(output["recorded"])
+        for name, count in output["launches"].items():
+            self.launches[name] += count
+        for name, ids in output["marked"].items():
+            known = self.marked.setdefault(name, [])
+            known.extend(nodeid for nodeid in ids if nodeid not in known)
+        for name, ids in output["observed"].items():
+            self.observed[name].update(ids)
+        self.ran.update(output["ran"])
+        for name, where in output["declared"].items():
+            self.declared.setdefault(name, where)
+        self.worker_sys_path += [p for p in output["sys_path"] if p not in self.worker_sys_path]
+        if output.get("problem"):
+            self.worker_problems.append(output["problem"])
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error) -> None:
+        output = getattr(node, "workeroutput", None) or {}
+        if distributed.OUTPUT_KEY in output:
+            self.merge(output[distributed.OUTPUT_KEY])
+        else:
+            self.worker_problems.append(f"went down without a summary ({error or 'no output'})"
+                                        ": its recordings may be missing")
+
+    def finish_merge(self) -> None:
+        """On the xdist controller, once every worker is down: the store's merged index of
+        each recorded kernel, and its spec file with every worker's test ids."""
+        if self.saved:
+            return
+        self.saved = True
+        for name in sorted(self.recorded):
+            index = self.store.index(name)
+            if index is None:
+                continue
+            self.summary[name] = index
+            try:
+                saved = self.store.spec(name)
+            except CorruptRecording:  # unreadable: the next recording run writes it again
+                saved = None
+            if saved is not None:
+                write_json_atomic(self.store.kernel_dir(name) / SPEC_FILE, {
+                    **saved, "oracle_tests": self.marked.get(name, []),
+                    "observed_tests": sorted(self.observed.get(name, ()))})
 
     def save(self) -> None:
         """Write the session's recordings (once) and each kernel's spec beside them."""
         from ..replay.protocol import KernelSpec
 
+        if self.controller:
+            return self.finish_merge()
         if self.saved:
             return
         self.saved = True
@@ -97,7 +188,7 @@ class RecordingPlugin:
     def pytest_terminal_summary(self, terminalreporter) -> None:
         write = terminalreporter.write_line
         terminalreporter.section("pytest-r3 recordings")
-        if not self.summary:
+        if not self.summary and not self.worker_problems:
             write("no kernel launch was recorded (are the oracle tests selected?)")
         for name, index in sorted(self.summary.items()):
             origin = "" if name in self.marked else (
@@ -115,9 +206,13 @@ class RecordingPlugin:
                 write(f"  launched with aliased arguments (replayed the same way): "
                       f"{', '.join(index['aliased'])}")
         for name in sorted(set(self.marked) - set(self.summary)):
-            if self.ran.intersection(self.marked[name]):
+            if name in self.recorded:  # launched on a worker that could not save
+                write(f"{name}: launched, but no recording of it was saved")
+            elif self.ran.intersection(self.marked[name]):
                 write(f"{name}: marked oracle tests ran but never launched it")
             else:
                 write(f"{name}: not recorded, none of its marked oracle tests ran "
                       "(deselected or skipped)")
+        for problem in dict.fromkeys(self.worker_problems):
+            write(f"an xdist worker {problem}", red=True)
         write(f"stored under {self.store.root}")

@@ -4,6 +4,10 @@
 kernel's oracle tests with it active, and write r3.lock and the reports.
 --r3-check: for each r3.lock entry of this target, re-verify and re-measure the locked
 variant against the baseline (interleaved, as a ratio) and re-run its oracle tests.
+
+Under pytest-xdist this runs on the controller only, after every worker is down: the kernel
+objects come from importing their declaring modules, and oracle tests re-run in a child
+pytest (:mod:`.distributed`, :mod:`.oracle_run`).
 """
 
 from __future__ import annotations
@@ -18,19 +22,23 @@ from ..kernel import declaration
 from ..kernel.lock import LOCK_NAME, LockFile
 from ..reports import KernelReport, write_reports
 from ..tuning.context import Tuning, TuningSettings
+from .oracle_run import failure_line
 from .recording import RecordingPlugin
 
 
 class TunePlugin:
     def __init__(self, config: pytest.Config, recorder: RecordingPlugin, r3_dir: Path,
-                 mode: str) -> None:
+                 mode: str, distributed: bool = False) -> None:
         self.config = config
+        self.distributed = distributed  # on the xdist controller: no test items here
         self.recorder = recorder
         self.r3_dir = r3_dir
         self.mode = mode  # "tune" or "check"
         self.rows: list[KernelReport] = []
         self.failures: list[str] = []
         self.skipped_reason: str | None = None
+        self.usage_error: str | None = None
+        self.unimportable: dict[str, str] = {}  # xdist controller: kernel -> why not
         self.lock_path = config.rootpath / LOCK_NAME
         wanted = str(options.value(config, "r3_kernels"))
         self.selected = {n.strip() for n in wanted.split(",") if n.strip()}
@@ -50,6 +58,10 @@ class TunePlugin:
         if session.shouldstop or session.shouldfail:
             return result
         self.recorder.save()
+        if self.distributed:
+            self._check_selection(set(self.recorder.declared))
+            if self.usage_error:
+                return result
         if self.mode == "tune":
             self._tune_all(session)
         else:
@@ -59,22 +71,30 @@ class TunePlugin:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Kernels are declared when test modules import them: check --r3-kernels now,
         before any test runs."""
-        unknown = self.selected - set(declaration.registry())
-        if unknown and not session.config.option.collectonly:
-            raise pytest.UsageError(
-                f"--r3-kernels names unknown kernel(s) {', '.join(sorted(unknown))}; declared: "
-                f"{', '.join(sorted(declaration.registry())) or 'none'}")
+        if not session.config.option.collectonly:
+            self._check_selection(set(declaration.registry()))
+            if self.usage_error:
+                raise pytest.UsageError(self.usage_error)
+
+    def _check_selection(self, declared: set[str]) -> None:
+        unknown = self.selected - declared
+        if unknown:
+            self.usage_error = (f"--r3-kernels names unknown kernel(s) "
+                                f"{', '.join(sorted(unknown))}; declared: "
+                                f"{', '.join(sorted(declared)) or 'none'}")
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if self.failures and session.exitstatus == pytest.ExitCode.OK:
+        if self.usage_error:  # under xdist, known only once the workers have collected
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        elif self.failures and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         title = "pytest-r3 tuning" if self.mode == "tune" else "pytest-r3 check"
         terminalreporter.section(title)
         write = terminalreporter.write_line
-        if self.skipped_reason:
-            write(self.skipped_reason, red=True)
+        if self.skipped_reason or self.usage_error:
+            write(self.skipped_reason or self.usage_error, red=True)
             return
         if not self.rows:
             write("no kernel to " + self.mode + (" (no lock entry for this target)"
@@ -113,10 +133,17 @@ class TunePlugin:
 
     def run_oracle_tests(self, session: pytest.Session, kernel, variant,
                          candidate=None) -> list[str]:
-        """Re-run ``kernel``'s oracle tests in this session with ``variant`` active. A source
-        rewrite (``candidate`` with source text) runs in a contained worker, never here."""
+        """Re-run ``kernel``'s oracle tests in this session with ``variant`` active (in a child
+        pytest on the xdist controller). A source rewrite (``candidate`` with source text)
+        runs in a contained worker, never here."""
         from _pytest.runner import runtestprotocol
 
+        if self.distributed:
+            from .oracle_run import run_in_child
+
+            return run_in_child(self.config, self.r3_dir, self.settings, kernel, variant,
+                                candidate, self.recorder.oracle_tests(kernel.name),
+                                self._tuning(session).log_path(kernel.name))
         wanted = set(self.recorder.oracle_tests(kernel.name))
         items = [item for item in session.items if item.nodeid in wanted]
         if not items:
@@ -140,8 +167,8 @@ class TunePlugin:
             for item in items:
                 for report in runtestprotocol(item, log=False, nextitem=None):
                     if report.failed:
-                        last = (report.longreprtext.strip().splitlines() or ["failed"])[-1]
-                        failures.append(f"{item.nodeid} ({report.when}): {last}")
+                        failures.append(f"{item.nodeid} ({report.when}): "
+                                        f"{failure_line(report)}")
         finally:
             kernel.activate(None)
             self.recorder.paused = False
@@ -154,11 +181,14 @@ class TunePlugin:
         from ..tuning.tune import tune_kernel
 
         tuning = self._tuning(session)
-        registry = declaration.registry()
-        for name in sorted(self.recorder.kernels):
-            if self.selected and name not in self.selected:
+        names = [name for name in self.recorder.recorded_kernels()
+                 if not self.selected or name in self.selected]
+        kernels = self._declarations(names)
+        for name in names:
+            if name not in kernels:
+                self._unavailable(name)
                 continue
-            row = tune_kernel(registry[name], tuning, self.lock_path)
+            row = tune_kernel(kernels[name], tuning, self.lock_path)
             if row.status.startswith("FAILED"):
                 self.failures.append(f"{name}: {row.notes[-1]}")
             self.rows.append(row)
@@ -169,22 +199,46 @@ class TunePlugin:
 
         tuning = self._tuning(session)
         lock = LockFile.load(self.lock_path)
-        registry = declaration.registry()
+        entries = [(name, target, entry) for name, target, entry in lock.entries()
+                   if not self.selected or name in self.selected]
+        registry = self._declarations(sorted({name for name, _, _ in entries}))
         targets = {}
-        for name, target, entry in lock.entries():
+        exercised = set(self.recorder.recorded_kernels())
+        for name, target, entry in entries:
             kernel = registry.get(name)
-            if kernel is None or (self.selected and name not in self.selected):
+            if kernel is None:
+                if name in self.recorder.declared:  # a worker declared it, this cannot
+                    self._unavailable(name)
                 continue
             own_target = targets.setdefault(kernel.backend_name, kernel.backend.target_name())
             if target != own_target:
                 continue
-            row = check_kernel(kernel, target, entry, tuning, name in self.recorder.kernels)
+            row = check_kernel(kernel, target, entry, tuning, name in exercised)
             if row.status.startswith("FAIL"):
                 self.failures.append(f"{name}: {row.notes[-1]}")
             self.rows.append(row)
         if not self.rows:
             self._say(f"pytest-r3: {self.lock_path} has no entry for this machine's target(s) "
                       f"{', '.join(sorted(set(targets.values()))) or '-'}: nothing to check")
+
+    def _declarations(self, names: list[str]) -> dict:
+        """The kernel objects named ``names`` that are declared here (on the xdist controller:
+        imported from the modules the workers declared them in; see _unavailable)."""
+        if not self.distributed:
+            registry = declaration.registry()
+            return {name: registry[name] for name in names if name in registry}
+        from .distributed import import_kernels
+
+        kernels, self.unimportable = import_kernels(names, self.recorder.declared,
+                                                    self.recorder.worker_sys_path)
+        return kernels
+
+    def _unavailable(self, name: str) -> None:
+        why = self.unimportable.get(name, "it is not declared here")
+        row = KernelReport(name, "-", "FAILED: not importable")
+        row.notes.append(f"the xdist controller cannot get the kernel object: {why}")
+        self.failures.append(f"{name}: {row.notes[-1]}")
+        self.rows.append(row)
 
 
 def tuning_settings(config: pytest.Config) -> TuningSettings:

@@ -135,9 +135,11 @@ class ReplayServer:
                     raise ReplayError(f"kernel {self.spec.name!r}: the baseline fails on "
                                       f"{case.label}: {died.result.reason()}") from None
                 reason = died.result.reason()
-                self._kill()
-                self._spawn()
-                self._send_cases(cases)
+            # the baseline wrote out of bounds or died on this case: its heap may be damaged
+            # beyond the guards, so the next case gets a fresh worker
+            self._kill()
+            self._spawn()
+            self._send_cases(cases)
             self.dropped_cases.append(f"{case.label}: {reason}")
         judge.cases = kept
         self._send_cases(kept)
