@@ -117,6 +117,7 @@ def tune(project: Path, base_url: str | None, repairs: int, examples: int, args)
         entry = next(iter(lock.get("kernels", {}).get("matmul", {}).values()), {})
         return {"speedup": entry.get("speedup", 1.0)}
     command += ["--r3-llm-model", "scripted", "--r3-llm-base-url", base_url,
+                "--r3-llm-api-key-env", "none",
                "-o", f"r3_llm_repairs={repairs}", "-o", f"r3_llm_examples={examples}",
                "-o", f"r3_llm_generations={args.generations}", "-o", "r3_llm_islands=2",
                "-o", f"r3_llm_children={args.children}",

@@ -67,11 +67,14 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
            str, metavar="MODEL"),
     Option("r3_llm_base_url", "OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 "
            "(vLLM, Ollama, llama.cpp); none: the openai default", "", str, metavar="URL"),
-    Option("r3_llm_api_key_env", "environment variable holding the API key", "OPENAI_API_KEY",
-           str, metavar="NAME"),
-    Option("r3_llm_temperature", "sampling temperature", 0.7, float, metavar="T"),
-    Option("r3_llm_timeout", "seconds to wait for one answer", 120.0, float,
+    Option("r3_llm_api_key_env", "environment variable holding the API key; none: a local "
+           "server that needs no key", "OPENAI_API_KEY", str, metavar="NAME"),
+    Option("r3_llm_temperature", "sampling temperature; none: not sent (for models that "
+           "refuse it)", "0.7", str, metavar="T"),
+    Option("r3_llm_timeout", "total seconds per request, retries included", 120.0, float,
            metavar="SECONDS"),
+    Option("r3_llm_max_answer_tokens", "max_tokens sent with each request; 0: not sent", 0,
+           int, metavar="N"),
     Option("r3_llm_concurrency", "requests in flight at once", 2, int, metavar="N"),
     Option("r3_llm_max_requests", "request budget per kernel", 40, int, metavar="N"),
     Option("r3_llm_max_tokens", "token budget per kernel (prompt + completion)", 400000, int,

@@ -124,7 +124,7 @@ def test_archive_keeps_diverse_elites_and_migrates():
 def test_client_retries_rate_limits_and_server_errors_then_succeeds():
     answers = iter([Scripted(status=429), Scripted(status=500), Scripted(fenced(IKJ))])
     with ScriptedChatServer(lambda body: next(answers)) as server:
-        client = LLMClient(LLMSettings("m", server.base_url, backoff=0.01))
+        client = LLMClient(LLMSettings("m", server.base_url, api_key_env="none"))
         reply = client.submit([{"role": "user", "content": "hi"}]).result()
         client.close()
     assert reply.ok and reply.attempts == 3 and "i-k-j" in reply.text
@@ -134,7 +134,8 @@ def test_client_retries_rate_limits_and_server_errors_then_succeeds():
 def test_client_turns_timeouts_and_malformed_answers_into_failed_replies():
     answers = iter([Scripted(fenced(IKJ), delay=1.5), Scripted(raw_body="{not json")])
     with ScriptedChatServer(lambda body: next(answers)) as server:
-        client = LLMClient(LLMSettings("m", server.base_url, timeout=0.3, retries=0))
+        client = LLMClient(LLMSettings("m", server.base_url, api_key_env="none",
+                                       timeout=0.3, retries=0))
         slow = client.submit([{"role": "user", "content": "a"}]).result()
         broken = client.submit([{"role": "user", "content": "b"}]).result()
         client.close()
@@ -143,7 +144,8 @@ def test_client_turns_timeouts_and_malformed_answers_into_failed_replies():
 
 
 def test_client_budget_stops_requests():
-    client = LLMClient(LLMSettings("m", "http://127.0.0.1:9/v1", max_requests=0))
+    client = LLMClient(LLMSettings("m", "http://127.0.0.1:9/v1", api_key_env="none",
+                                   max_requests=0))
     assert "request budget" in client.budget_left()
     client.close()
 
@@ -211,14 +213,16 @@ def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def tune_with_model(project: Path, base_url: str) -> subprocess.CompletedProcess:
+    # a local server that needs no key: the user says so (else a missing key is an error)
     return run_pytest(project, "--r3-tune", "--r3-llm-model", "scripted",
-                      "--r3-llm-base-url", base_url)
+                      "--r3-llm-base-url", base_url, "--r3-llm-api-key-env", "none")
 
 
 def test_tune_with_a_model_finds_verifies_and_patches_a_better_loop_order(mm_project: Path):
     script = ModelScript()
     with ScriptedChatServer(script) as server:
         result = tune_with_model(mm_project, server.base_url)
+        port = server.port
     assert result.returncode == 0, result.stdout + result.stderr
     assert "tuned (source rewrite)" in result.stdout
     assert "1 after repair" in result.stdout  # the broken answer was repaired
@@ -236,9 +240,10 @@ def test_tune_with_a_model_finds_verifies_and_patches_a_better_loop_order(mm_pro
     assert "patch not applied" in waiting.stdout
 
     # a run interrupted before acceptance resumes from the run log: same prompts, same
-    # answers, no request reaches the model (accepted.json only exists after acceptance)
+    # answers, no request reaches the model (accepted.json only exists after acceptance);
+    # the same endpoint (answers are cached per endpoint, model and temperature)
     (mm_project / ".r3" / "runs" / "accepted.json").unlink()
-    with ScriptedChatServer(lambda body: Scripted(status=500)) as offline:
+    with ScriptedChatServer(lambda body: Scripted(status=500), port=port) as offline:
         again = tune_with_model(mm_project, offline.base_url)
     assert again.returncode == 0, again.stdout + again.stderr
     assert "tuned (source rewrite)" in again.stdout

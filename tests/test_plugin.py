@@ -136,17 +136,20 @@ def test_oracle_marker_on_a_class_applies_to_its_tests(pytester, r3_project):
     ])
 
 
-@pytest.mark.parametrize("option, message", [
-    ("--r3-budget=lots", "ERROR: --r3-budget: *"),
-    ("--r3-kernels=nosuchkernel", "ERROR: --r3-kernels names unknown kernel(s) nosuchkernel;*"),
-])
-def test_bad_tuning_settings_stop_pytest_before_any_test_runs(pytester, r3_project, option,
+@pytest.mark.parametrize("options, message", [
+    (["--r3-budget=lots"], "ERROR: --r3-budget: *"),
+    (["--r3-kernels=nosuchkernel"],
+     "ERROR: --r3-kernels names unknown kernel(s) nosuchkernel;*"),
+    (["--r3-llm-model=some-model", "--r3-llm-api-key-env=R3_TEST_UNSET_KEY"],
+     "ERROR: pytest-r3: $R3_TEST_UNSET_KEY is not set*"),
+], ids=["budget", "kernels", "missing-api-key"])
+def test_bad_tuning_settings_stop_pytest_before_any_test_runs(pytester, r3_project, options,
                                                               message):
     """Checked before the test suite and the recording run, not after them."""
     ran = pytester.path / "ran"
     (pytester.path / "tests" / "test_slow.py").write_text(
         f"def test_marker():\n    open({str(ran)!r}, 'w').close()\n")
-    result = pytester.runpytest("--r3-tune", option)
+    result = pytester.runpytest("--r3-tune", *options)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
     assert not ran.exists()  # nothing ran

@@ -3,9 +3,16 @@
 Per generation, every island asks the model for children of parents drawn from its part
 of the archive. Requests run in background threads while the main thread evaluates the
 answers already in: model wait and evaluation overlap. A child that does not parse,
-compile or verify goes back with AutoGuide feedback for up to ``repairs`` rounds. A correct
-child gets a short inner Nevergrad search over its tunables and pipeline, and the best
-setting found is what competes for its archive cell.
+compile or verify goes back with AutoGuide feedback for up to ``repairs`` rounds (the
+answers kept in that conversation are cut to ``kept_answer_chars``, so it cannot grow
+without bound). A correct child gets a short inner Nevergrad search over its tunables and
+pipeline, and the best setting found is what competes for its archive cell.
+
+A request the model endpoint refuses for a reason only the user can fix (a missing or
+refused key, an unknown model, a rejected parameter, an unreachable server) stops the loop
+at once: ``EvolutionOutcome.stopped`` says what to change and ``fatal`` is set. Every
+answer that could not be used is counted by cause in ``Stats.failures`` (with the
+evaluation statuses of rewrites that failed); ``Stats.answer_failures`` has the causes only.
 """
 
 from __future__ import annotations
@@ -26,6 +33,12 @@ from .prompts import repair_messages, rewrite_messages
 from .retrieval import ExampleIndex
 from .runlog import RunLog, prompt_key
 
+# why an answer could not be used (Reply.cause, and "unparsable": no usable code in it)
+ANSWER_CAUSES = ("auth", "not_found", "bad_request", "rate_limited", "timeout", "connection",
+                 "server_error", "context_too_long", "malformed", "empty", "truncated",
+                 "unparsable")
+CUT_MARKER = "[... {count} characters of this answer cut by pytest-r3 ...]"
+
 
 @dataclass(frozen=True)
 class EvolutionSettings:
@@ -37,6 +50,7 @@ class EvolutionSettings:
     examples: int = 2            # retrieved examples per prompt
     migrate_every: int = 2
     seed: int = 0
+    kept_answer_chars: int = 8000  # an answer kept as context in a repair conversation
 
 
 @dataclass
@@ -54,8 +68,21 @@ class Stats:
     valid_first_try: int = 0     # correct without any repair
     valid_after_repair: int = 0  # correct after one or more repairs
     parse_failures: int = 0
-    failures: dict = field(default_factory=dict)  # status -> count over all attempts
+    failures: dict = field(default_factory=dict)  # cause or status -> count, all attempts
     skipped: list = field(default_factory=list)    # reasons the model gave nothing usable
+
+    @property
+    def answer_failures(self) -> dict:
+        """Answers that could not be used, by cause (auth, timeout, truncated, ...)."""
+        return {k: v for k, v in sorted(self.failures.items()) if k in ANSWER_CAUSES}
+
+    @property
+    def rewrite_failures(self) -> dict:
+        """Rewrites that were evaluated and failed, by status (compile_error, ...)."""
+        return {k: v for k, v in sorted(self.failures.items()) if k not in ANSWER_CAUSES}
+
+    def count(self, kind: str) -> None:
+        self.failures[kind] = self.failures.get(kind, 0) + 1
 
 
 @dataclass
@@ -67,9 +94,10 @@ class Attempt:
     slot: str = ""               # generation/island/child: the same prompt asked twice is
                                  # two samples, logged and replayed separately
 
-    @property
-    def key(self) -> str:
-        return prompt_key([*self.messages, {"role": "slot", "content": self.slot}])
+    def key(self, identity: dict) -> str:
+        """The answer's key in the run log: the messages, the slot and ``identity``
+        (endpoint, model, temperature)."""
+        return prompt_key([*self.messages, {"role": "slot", "content": self.slot}], identity)
 
 
 @dataclass
@@ -78,7 +106,8 @@ class EvolutionOutcome:
     generations: list[Generation]
     stats: Stats
     archive: list[dict]
-    stopped: str = ""
+    stopped: str = ""            # why the loop ended early (one line), "" if it did not
+    fatal: bool = False          # stopped for a reason only the user can fix (see stopped)
 
 
 class Evolution:
@@ -102,20 +131,32 @@ class Evolution:
         for island in range(settings.islands):
             self.archive.add(island, start)
         self.stats = Stats()
+        self.stopped = ""
+        self.identity = client.identity
+
+    def _stop(self, reason: str) -> None:
+        if not self.stopped:
+            self.stopped = reason
+            self.log.event("stopped", reason=reason)
 
     # -- model requests -----------------------------------------------------------------
     def _ask(self, attempt: Attempt) -> Future | None:
-        key = attempt.key
-        self.log.event("prompt", key=key, island=attempt.island, round=attempt.round,
-                       messages=attempt.messages)
+        key = attempt.key(self.identity)
         if key in self.log.answers:  # resuming: the same prompt was answered before
+            self.log.event("prompt", key=key, island=attempt.island, round=attempt.round,
+                           messages=attempt.messages)
             future: Future = Future()
             future.set_result(Reply(True, self.log.answers[key], reason="from the run log"))
             return future
+        if self.client.fatal:
+            self._stop(self.client.fatal)
+            return None
         why_not = self.client.budget_left()
         if why_not:
             self.stats.skipped.append(why_not)
             return None
+        self.log.event("prompt", key=key, island=attempt.island, round=attempt.round,
+                       messages=attempt.messages)
         return self.client.submit(attempt.messages)
 
     def _first_attempt(self, island: int, slot: str) -> Attempt | None:
@@ -155,19 +196,25 @@ class Evolution:
 
     def _handle(self, attempt: Attempt, reply: Reply, generation: int) -> Attempt | None:
         """Judge one answer; return a repair attempt when one should follow."""
+        key = attempt.key(self.identity)
+        if reply.cause == "not_sent":  # queued when a fatal failure stopped the client
+            return None
         if attempt.round == 0:
             self.stats.proposed += 1
-        key = attempt.key
         if not reply.ok:
-            self.log.event("answer_failed", key=key, reason=reply.reason)
-            self.stats.failures["model"] = self.stats.failures.get("model", 0) + 1
+            self.log.event("answer_failed", key=key, cause=reply.cause, reason=reply.reason,
+                           attempts=reply.attempts, seconds=reply.seconds)
+            self.stats.count(reply.cause or "model")
+            if reply.fatal:
+                self._stop(reply.reason)
             return None
         if reply.reason != "from the run log":
-            self.log.remember_answer(key, reply.text)
+            self.log.remember_answer(key, reply.text, **self.identity)
         self.log.event("answer", key=key, text=reply.text, seconds=reply.seconds)
         parsed = parse_answer(reply.text, attempt.parent.source, self.entry)
         if parsed.source is None:
             self.stats.parse_failures += 1
+            self.stats.count("unparsable")
             feedback = f"COULD NOT USE THE ANSWER: {parsed.reason}."
             self.log.event("diagnostic", key=key, feedback=feedback)
             return self._repair(attempt, reply.text, feedback)
@@ -178,7 +225,7 @@ class Evolution:
         self.log.event("result", key=key, status=result.status, feedback=feedback,
                        result=result.as_dict())
         if not result.ok:
-            self.stats.failures[result.status] = self.stats.failures.get(result.status, 0) + 1
+            self.stats.count(result.status)
             return self._repair(attempt, reply.text, feedback)
         if attempt.round == 0:
             self.stats.valid_first_try += 1
@@ -198,17 +245,19 @@ class Evolution:
         return None
 
     def _repair(self, attempt: Attempt, answer: str, feedback: str) -> Attempt | None:
-        if attempt.round >= self.settings.repairs:
+        if attempt.round >= self.settings.repairs or self.stopped:
             return None
+        kept = keep_answer(answer, self.settings.kept_answer_chars)
         return Attempt(attempt.island, attempt.parent,
-                       repair_messages(attempt.messages, answer, feedback), attempt.round + 1,
+                       repair_messages(attempt.messages, kept, feedback), attempt.round + 1,
                        attempt.slot)
 
     # -- the loop ------------------------------------------------------------------------
     def run(self) -> EvolutionOutcome:
         generations: list[Generation] = []
-        stopped = ""
         for index in range(1, self.settings.generations + 1):
+            if self.stopped:
+                break
             started = time.perf_counter()
             wait_before = self.client.usage.wait_seconds
             evaluation = 0.0
@@ -220,7 +269,7 @@ class Evolution:
                     if future is not None:
                         pending[future] = attempt
             if not pending:
-                stopped = "; ".join(sorted(set(self.stats.skipped))) or "nothing to ask"
+                self._stop("; ".join(sorted(set(self.stats.skipped))) or "nothing to ask")
                 break
             while pending:
                 done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
@@ -242,4 +291,16 @@ class Evolution:
             generations.append(generation)
             self.log.event("generation", **generation.__dict__)
         return EvolutionOutcome(self.archive.best(), generations, self.stats,
-                                self.archive.cells(), stopped)
+                                self.archive.cells(), self.stopped,
+                                fatal=bool(self.client.fatal))
+
+
+def keep_answer(text: str, limit: int) -> str:
+    """``text`` cut to about ``limit`` characters, its head and (longer) tail kept around a
+    marker: the code of an answer usually comes last."""
+    if len(text) <= limit:
+        return text
+    head = limit // 4
+    tail = limit - head
+    return (f"{text[:head]}\n{CUT_MARKER.format(count=len(text) - limit)}\n"
+            f"{text[len(text) - tail:]}")

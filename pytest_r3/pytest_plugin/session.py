@@ -43,6 +43,13 @@ class TunePlugin:
         wanted = str(options.value(config, "r3_kernels"))
         self.selected = {n.strip() for n in wanted.split(",") if n.strip()}
         self.settings = tuning_settings(config)  # bad settings stop pytest before any test
+        if mode == "tune" and self.settings.llm is not None:
+            from ..llm.client import LLMSetupError
+
+            try:
+                self.settings.llm.api_key()  # a missing key: said now, nothing sent
+            except LLMSetupError as exc:
+                raise pytest.UsageError(f"pytest-r3: {exc}") from None
 
     # -- pytest hooks ---------------------------------------------------------------------
     @pytest.hookimpl(wrapper=True)
@@ -277,12 +284,18 @@ def _llm_settings(value):
     return LLMSettings(
         model=model, base_url=str(value("r3_llm_base_url")).strip() or None,
         api_key_env=str(value("r3_llm_api_key_env")),
-        temperature=float(value("r3_llm_temperature")),
+        temperature=_temperature(value("r3_llm_temperature")),
+        max_answer_tokens=int(value("r3_llm_max_answer_tokens")) or None,
         timeout=float(value("r3_llm_timeout")),
         concurrency=int(value("r3_llm_concurrency")),
         max_requests=int(value("r3_llm_max_requests")),
         max_tokens=int(value("r3_llm_max_tokens")),
         max_seconds=float(value("r3_llm_max_seconds")))
+
+
+def _temperature(text: object) -> float | None:
+    cleaned = str(text).strip().lower()
+    return None if cleaned in ("", "none") else float(cleaned)
 
 
 def _evolution_settings(value):

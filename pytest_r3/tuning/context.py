@@ -41,6 +41,7 @@ class Tuning:
     oracle_tests: Callable[[str], list[str]]             # kernel name -> test ids
     run_oracles: Callable[..., list[str]]                # (kernel, variant, candidate)
     say: Callable[[str], None] = print
+    model_stopped: str | None = None  # why the model endpoint cannot be used any more
     said: set = field(default_factory=set)
 
     def log_path(self, kernel_name: str) -> Path:

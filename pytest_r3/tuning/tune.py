@@ -58,7 +58,7 @@ def tune_kernel(kernel, tuning: Tuning, lock_path) -> KernelReport:
                             budget=settings.budget,
                             progress=_progress(tuning, settings.budget)).run()
             best, result = outcome.best_candidate, outcome.best_result
-            if settings.llm is not None:
+            if settings.llm is not None and tuning.model_stopped is None:
                 evolution = _evolve(kernel, tuning, pool.servers, space, store, target, best,
                                     result)
                 best, result = _best_rewrite(kernel, pool.servers[0], evolution, best, result)
@@ -135,7 +135,8 @@ def _describe_search(row: KernelReport, outcome, evolution) -> None:
         row.notes.append(
             f"source rewrites: {stats.proposed} proposed, {stats.valid_first_try} correct "
             f"at once, {stats.valid_after_repair} after repair, {stats.parse_failures} "
-            f"unparsable answer(s); failures by kind {stats.failures or '{}'}"
+            f"unparsable answer(s); answers failed by cause {stats.answer_failures or '{}'}; "
+            f"rewrites failed by status {stats.rewrite_failures or '{}'}"
             + (f"; stopped: {evolution.stopped}" if evolution.stopped else ""))
 
 
@@ -190,6 +191,9 @@ def _evolve(kernel, tuning: Tuning, servers, space, store, target, best, result)
             start=start, settings=settings).run()
     finally:
         client.close()
+    if getattr(outcome, "fatal", False):  # the same 401 or 404 would stop every kernel
+        tuning.model_stopped = outcome.stopped
+        tuning.say(f"pytest-r3: {kernel.name}: model endpoint stopped: {outcome.stopped}")
     for generation in outcome.generations:
         tuning.say(f"  {kernel.name}: generation {generation.index}, best "
                    f"{generation.best_speedup:.2f}x, model wait "
