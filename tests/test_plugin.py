@@ -153,3 +153,16 @@ def test_bad_tuning_settings_stop_pytest_before_any_test_runs(pytester, r3_proje
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
     assert not ran.exists()  # nothing ran
+
+
+def test_state_that_cannot_be_written_is_one_line_not_a_traceback(pytester, r3_project):
+    """A read-only place for .r3 (here /proc, where nothing can be created): recording says
+    so in one line and fails the run; tuning stops with a usage error naming the path."""
+    recorded = pytester.runpytest("--r3-record", "-o", "r3_dir=/proc/r3-state")
+    assert recorded.ret == pytest.ExitCode.TESTS_FAILED
+    recorded.stdout.fnmatch_lines(["could not save the recordings: cannot write /proc/r3-state*"
+                                   "--r3-dir*"])
+    assert "Traceback" not in recorded.stdout.str() + recorded.stderr.str()
+    tuned = pytester.runpytest("--r3-tune", "-o", "r3_dir=/proc/r3-state")
+    assert tuned.ret == pytest.ExitCode.USAGE_ERROR
+    tuned.stderr.fnmatch_lines(["ERROR: pytest-r3: cannot write /proc/r3-state*--r3-dir*"])

@@ -97,7 +97,10 @@ class RecordingPlugin:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         output = getattr(self.config, "workeroutput", None)
         if output is None:
-            self.save()
+            try:
+                self.save()
+            except R3Error as exc:  # a read-only or full disk: one line, not a traceback
+                self.worker_problems.append(f"could not save the recordings: {exc}")
             if self.worker_problems and session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED  # recordings are missing
             return
@@ -133,7 +136,7 @@ class RecordingPlugin:
             self.declared.setdefault(name, where)
         self.worker_sys_path += [p for p in output["sys_path"] if p not in self.worker_sys_path]
         if output.get("problem"):
-            self.worker_problems.append(output["problem"])
+            self.worker_problems.append(f"an xdist worker {output['problem']}")
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:
@@ -141,8 +144,9 @@ class RecordingPlugin:
         if distributed.OUTPUT_KEY in output:
             self.merge(output[distributed.OUTPUT_KEY])
         else:
-            self.worker_problems.append(f"went down without a summary ({error or 'no output'})"
-                                        ": its recordings may be missing")
+            self.worker_problems.append(f"an xdist worker went down without a summary "
+                                        f"({error or 'no output'}): its recordings may be "
+                                        "missing")
 
     def finish_merge(self) -> None:
         """On the xdist controller, once every worker is down: the store's merged index of
@@ -214,5 +218,5 @@ class RecordingPlugin:
                 write(f"{name}: not recorded, none of its marked oracle tests ran "
                       "(deselected or skipped)")
         for problem in dict.fromkeys(self.worker_problems):
-            write(f"an xdist worker {problem}", red=True)
+            write(problem, red=True)
         write(f"stored under {self.store.root}")

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from .. import settings as options
+from ..errors import R3Error
 from ..kernel import declaration
 from ..kernel.lock import LOCK_NAME, LockFile
 from ..reports import KernelReport, write_reports
@@ -64,7 +65,10 @@ class TunePlugin:
             return result
         if session.shouldstop or session.shouldfail:
             return result
-        self.recorder.save()
+        try:
+            self.recorder.save()
+        except R3Error as exc:  # a read-only or full disk: one line naming the path
+            raise pytest.UsageError(f"pytest-r3: {exc}") from None
         if self.distributed:
             self._check_selection(set(self.recorder.declared))
             if self.usage_error:
