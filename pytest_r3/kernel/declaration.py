@@ -1,7 +1,9 @@
 """Declaring a kernel: ``r3.kernel(source, entry=..., tune=..., constraints=...)``.
 
 A declaration is cheap (no compilation at import time); the first call compiles the active
-variant through its backend and later calls go straight to the loaded function.
+variant through its backend and later calls go straight to the loaded function. Longer than
+most modules: ``r3.kernel``'s checks of every argument, the ``Kernel`` and ``Variant`` it
+returns and the call path's interceptors are one contract with users.
 """
 
 from __future__ import annotations
