@@ -9,6 +9,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from test_llm import IKJ, NAIVE
+from test_tune import KERNEL_C as TUNE_KERNEL_C
 
 from pytest_r3.kernel import declaration
 from pytest_r3.pytest_plugin.distributed import import_kernels
@@ -16,23 +18,7 @@ from pytest_r3.pytest_plugin.distributed import import_kernels
 pytest.importorskip("xdist")
 
 # ORDER=0 walks the matrix column by column (strided, slow); ORDER=1 row by row. Same result.
-KERNEL_C = textwrap.dedent("""
-    #ifndef ORDER
-    #define ORDER 0
-    #endif
-    void xscale(int n, const float *in, float *out)
-    {
-    #if ORDER
-        for (int i = 0; i < n; ++i)
-            for (int j = 0; j < n; ++j)
-                out[i * n + j] = 2.0f * in[i * n + j] + 1.0f;
-    #else
-        for (int j = 0; j < n; ++j)
-            for (int i = 0; i < n; ++i)
-                out[i * n + j] = 2.0f * in[i * n + j] + 1.0f;
-    #endif
-    }
-""")
+KERNEL_C = TUNE_KERNEL_C.replace("tune_scale", "xscale")
 
 # Every run of the oracle test appends "<xdist worker or -> <active ORDER> <test>" to
 # runs.txt, so a test can see where and with which variant it ran. With R3_REJECT set, the
@@ -204,32 +190,8 @@ def test_the_controller_imports_a_kernel_from_a_file_not_on_its_path(tmp_path, u
 
 
 # -- a source rewrite: the child run's calls go to a contained worker ----------------------
-NAIVE_MM = textwrap.dedent("""\
-    void xmm(int n, const double *a, const double *b, double *c)
-    {
-        for (int i = 0; i < n; ++i)
-            for (int j = 0; j < n; ++j) {
-                double sum = 0.0;
-                for (int k = 0; k < n; ++k)
-                    sum += a[i * n + k] * b[k * n + j];
-                c[i * n + j] = sum;
-            }
-    }
-""")
-
-IKJ_MM = textwrap.dedent("""\
-    void xmm(int n, const double *a, const double *b, double *c)
-    {
-        for (int i = 0; i < n * n; ++i)
-            c[i] = 0.0;
-        for (int i = 0; i < n; ++i)
-            for (int k = 0; k < n; ++k) {
-                const double aik = a[i * n + k];
-                for (int j = 0; j < n; ++j)
-                    c[i * n + j] += aik * b[k * n + j];
-            }
-    }
-""")
+NAIVE_MM = NAIVE.replace("void mm(", "void xmm(")
+IKJ_MM = IKJ.replace("void mm(", "void xmm(")
 
 MM_TEST = textwrap.dedent("""
     import os

@@ -147,11 +147,10 @@ class Judge:
     # -- judging a candidate ----------------------------------------------------------------
     def check_run(self, case: Case, reply, guard_seed: int, seeds: dict[int, int],
                   kind: str = "mismatch", what: str = "",
-                  check_return: bool = True) -> dict[int, np.ndarray]:
+                  check_return: bool = True) -> None:
         """Raise Rejected unless one candidate run on ``case`` matches the reference."""
         data, arrays = reply
         label = f"{what}{case.label}"
-        outputs = {}
         for number, slot in enumerate(case.slots):
             storage = arrays.get(str(number))
             if storage is None or storage.dtype != np.uint8:
@@ -169,7 +168,6 @@ class Judge:
                                    f"modified the read-only input '{slot.name}' on {label}",
                                    buffer=slot.name)
                 continue
-            outputs[number] = actual
             expected = self._expected(case, number, seeds)
             problem = compare(slot.name, expected, actual, self._tolerance(slot))
             if problem:
@@ -187,7 +185,6 @@ class Judge:
                               Tolerance())
             if problem:
                 raise Rejected(WRONG_OUTPUT, kind, f"{label}: {problem}", buffer="return")
-        return outputs
 
     def verify(self, run, cases: list[Case], attempts: int = 2, kind: str | None = None,
                what: str = "") -> None:

@@ -23,25 +23,9 @@ from ..model.pipeline import Pipeline
 from ..model.signature import Param, Signature
 from . import protocol
 from .buffers import GuardedBuffer
-from .protocol import KernelSpec, ReplaySettings
+from .cases import Slot
+from .protocol import KernelSpec, Rejected, ReplaySettings
 from .timing import interleaved_speedup
-
-
-class RunRejected(Exception):
-    """The backend refused a variant (LLVM failed, the device refused the launch)."""
-
-    def __init__(self, status: str, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.kind = status, kind
-
-
-@dataclass
-class Slot:
-    """One buffer of a case and the parameters passed it (more than one when they aliased)."""
-
-    params: list[str]
-    written: bool
-    values: np.ndarray
 
 
 @dataclass
@@ -79,7 +63,7 @@ class Runner:
                 ir, self.spec.entry, self.signature, Pipeline.from_mapping(pipeline),
                 self.spec.name, **options)
         except R3Error as exc:
-            raise RunRejected(protocol.COMPILE_ERROR, "compile_error", str(exc)) from None
+            raise Rejected(protocol.COMPILE_ERROR, "compile_error", str(exc)) from None
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
         return {"llvm": time.perf_counter() - started}
@@ -117,7 +101,7 @@ class Runner:
         except KernelFault as fault:
             end_worker(fault)
         except LaunchError as exc:  # e.g. a GPU block the device refuses
-            raise RunRejected(protocol.COMPILE_ERROR, "launch", str(exc)) from None
+            raise Rejected(protocol.COMPILE_ERROR, "launch", str(exc)) from None
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
 

@@ -58,43 +58,23 @@ class Worker:
         self.send("sealed", {"containment": self.contained.describe()})
 
     def on_build(self, data: dict, arrays: dict) -> None:
-        from .runner import RunRejected
-
-        try:
-            seconds = self.runner.build(data["name"], data["ir"], data["pipeline"],
-                                        data["tunables"])
-        except RunRejected as rejected:
-            self.send("rejected", {"status": rejected.status, "kind": rejected.kind,
-                                   "message": str(rejected)})
-            return
+        seconds = self.runner.build(data["name"], data["ir"], data["pipeline"],
+                                    data["tunables"])
         self.send("built", {"seconds": seconds})
 
     def on_run(self, data: dict, arrays: dict) -> None:
-        from .runner import RunRejected
-
+        # a batch of runs, one answer: a round trip per run would cost more than a run
         returned, buffers = [], {}
-        try:  # a batch of runs, one answer: a round trip per run would cost more than a run
-            for index, run in enumerate(data["runs"]):
-                reply, storages = self.runner.run(data["variant"], int(run["case"]),
-                                                  run["fills"], int(run["guard_seed"]))
-                returned.append(reply["returned"])
-                buffers.update({f"{index}.{number}": s for number, s in storages.items()})
-        except RunRejected as rejected:
-            self.send("rejected", {"status": rejected.status, "kind": rejected.kind,
-                                   "message": str(rejected)})
-            return
+        for index, run in enumerate(data["runs"]):
+            reply, storages = self.runner.run(data["variant"], int(run["case"]), run["fills"],
+                                              int(run["guard_seed"]))
+            returned.append(reply["returned"])
+            buffers.update({f"{index}.{number}": s for number, s in storages.items()})
         self.send("outputs", {"returned": returned}, buffers)
 
     def on_time(self, data: dict, arrays: dict) -> None:
-        from .runner import RunRejected
-
-        try:
-            reply, buffers = self.runner.time(data["variant"], list(data["cases"]),
-                                              int(data["guard_seed"]), data["checks"])
-        except RunRejected as rejected:
-            self.send("rejected", {"status": rejected.status, "kind": rejected.kind,
-                                   "message": str(rejected)})
-            return
+        reply, buffers = self.runner.time(data["variant"], list(data["cases"]),
+                                          int(data["guard_seed"]), data["checks"])
         self.send("timed", reply, buffers)
 
     def on_call(self, data: dict, arrays: dict) -> None:
@@ -124,6 +104,9 @@ class Worker:
                 if self.runner is None and event not in ("load", "ping", "shutdown"):
                     raise protocol.ProtocolError(f"{event} before load")
                 getattr(self, f"on_{event}")(data, arrays)
+            except protocol.Rejected as rejected:  # the backend refused the variant
+                self.send("rejected", {"status": rejected.status, "kind": rejected.kind,
+                                       "message": str(rejected)})
             except Exception as exc:  # reported to the client, which decides what to do
                 self.send("error", {"message": f"{type(exc).__name__}: {exc}",
                                     "traceback": _frames(exc)})
