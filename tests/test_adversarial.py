@@ -61,6 +61,7 @@ CLASS_WORDS = {
     "modified_input": r"modif|read-only",
     "uninitialised": r"uninitiali[sz]ed",
     "timed_output": r"tim(ed|ing)",
+    "stale_output": r"outputs it left|already look computed",
     "syscall": r"system call|syscall|seccomp|SIGSYS",
 }
 
@@ -128,6 +129,7 @@ CASES = [
     Case("guard_pattern", S, _v(WRONG, "mismatch")),
     Case("uninitialised_stack", S, _v(WRONG, "uninitialised", "mismatch", "nondeterministic")),
     Case("pointer_cache", A, _v(WRONG, "timed_output", "mismatch", "nondeterministic")),
+    Case("stale_output_check", S, _v(WRONG, "stale_output")),
     # layer 3 alone: the static check is off, the OS containment must refuse
     Case("os_fork", S, _v(VIOLATION, "syscall"), contained=True),
     Case("os_execve", S, _v(VIOLATION, "syscall"), contained=True),

@@ -122,6 +122,9 @@ class ReplayServer:
         self._send_cases(cases)
         kept: list[Case] = []
         for case in cases:
+            if not {id(before) for before in case.after} <= {id(k) for k in kept}:
+                self.dropped_cases.append(f"{case.label}: an earlier launch of it was dropped")
+                continue
             try:
                 judge.learn(case, self._runner("baseline", self.load_timeout))
                 kept.append(case)
@@ -169,7 +172,8 @@ class ReplayServer:
         the replies ``(data, arrays)`` in order."""
         def run(requests: list[tuple[Case, dict, int]]) -> list[tuple[dict, dict]]:
             _, data, arrays = self._ask("run", {"variant": variant, "runs": [
-                {"case": self._index[id(case)], "fills": fills, "guard_seed": seed}
+                {"case": self._index[id(case)], "fills": fills, "guard_seed": seed,
+                 "after": [self._index[id(before)] for before in case.after]}
                 for case, fills, seed in requests]}, timeout)
             returned = data.get("returned")
             if not isinstance(returned, list) or len(returned) != len(requests):

@@ -1,11 +1,12 @@
 """The verdict on a candidate, computed in the parent process, never where candidate code runs.
 
 The judge plans the input sets (cases) a candidate is run on: the recordings as they were,
-aliasing included; perturbed copies (float and integer data, float scalars); and the
-smallest recording at nearby problem sizes. It learns what each case must produce from the
-baseline before any candidate has run in the worker, keeps those expected outputs here, and
-compares what comes back: guards, untouched inputs, outputs within tolerance, two runs with
-different random poison, and the buffers the timed runs used.
+aliasing included; perturbed copies (float and integer data, float scalars); the smallest
+recording at nearby problem sizes; and each recording run again on the outputs it left, its
+read-only inputs changed in one random half, then in the other. It learns what each case
+must produce from the baseline before any candidate has run in the worker, keeps those
+expected outputs here, and compares what comes back: guards, untouched inputs, outputs
+within tolerance, two runs with different random poison, and the buffers the timed runs used.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ..record.store import Recording
 from . import cases as planning
 from .buffers import check_guards, poison_for, split_storage
 from .protocol import WRONG_OUTPUT, KernelSpec, Rejected, ReplaySettings
-from .verify import Tolerance, compare, parse_tolerances
+from .verify import Tolerance, compare, parse_tolerances, perturbed
 
 
 @dataclass
@@ -27,7 +28,7 @@ class Case:
     """One input set, and once the baseline has run on it, what a candidate must produce."""
 
     label: str
-    origin: str                      # recorded, fresh, derived or reserve
+    origin: str                      # recorded, fresh, derived, reserve or kept
     scalars: dict
     slots: list[planning.Slot]
     recording: Recording | None = None
@@ -36,6 +37,7 @@ class Case:
     output_only: set[int] = field(default_factory=set)
     returned: object = None
     weak: bool = False
+    after: list[Case] = field(default_factory=list)  # run first, on the same buffers
 
     @property
     def nbytes(self) -> int:
@@ -82,7 +84,8 @@ class Judge:
                                   if v != smallest.scalars[n])
                 fresh.append(Case(f"{smallest.label} at a derived size ({sizes})", "derived",
                                   scalars, smallest.slots))
-        return planned + fresh
+        kept = [step for case in planned for step in _kept_output_steps(case, rng)]
+        return planned + fresh + kept
 
     def learn(self, case: Case, run_batch) -> None:
         """What the baseline produces on ``case``; ``run_batch`` runs the baseline (see
@@ -111,7 +114,7 @@ class Judge:
                             "recording is stale or the kernel is not deterministic. Record "
                             "again with `pytest --r3-record`.")
         for number, slot in enumerate(case.slots):
-            if not slot.written:
+            if not slot.written or case.after:
                 continue
             probes = []
             for seed in (11, 12):
@@ -127,7 +130,7 @@ class Judge:
         case.expected = first
         case.returned = reply[0].get("returned")
         in_out = [n for n, s in enumerate(case.slots) if s.written and n not in case.output_only]
-        case.weak = bool(in_out) and not case.output_only and all(
+        case.weak = bool(in_out) and not case.after and not case.output_only and all(
             _equal_elements(case.expected[n], case.slots[n].values).all() for n in in_out)
 
     def _outputs(self, case: Case, reply, guard_seed: int) -> dict[int, np.ndarray]:
@@ -173,7 +176,9 @@ class Judge:
             if problem:
                 hint = (" (the buffer was pre-filled with random poison: the candidate must "
                         "write every element the original writes, and no other)"
-                        if number in case.output_only else "")
+                        if number in case.output_only else
+                        " (it skips work where its outputs already look computed)"
+                        if case.after else "")
                 raise Rejected(WRONG_OUTPUT, kind, f"{label}: {problem}{hint}",
                                buffer=slot.name)
         returned = data.get("returned")
@@ -194,8 +199,8 @@ class Judge:
         groups: dict[str, list[Case]] = {}  # one batch per kind of case, so a candidate
         for case in cases:                   # that crashes only on derived sizes is still
             groups.setdefault(case.origin, []).append(case)  # named wrong on the others
-        for group in groups.values():
-            self._verify_batches(run, group, attempts, kind, what)
+        for origin, group in groups.items():  # a kept-outputs case has no poison to vary
+            self._verify_batches(run, group, 1 if origin == "kept" else attempts, kind, what)
 
     def _verify_batches(self, run, cases: list[Case], attempts: int, kind: str | None,
                         what: str) -> None:
@@ -206,7 +211,8 @@ class Judge:
             named = kind or ("mismatch" if attempt == 0 else "nondeterministic")
             prefix = what or ("" if attempt == 0 else "a second run (other poison) of ")
             for (case, seeds, guard), reply in zip(plan, replies, strict=True):
-                self.check_run(case, reply, guard, seeds, named, prefix)
+                self.check_run(case, reply, guard, seeds,
+                               "stale_output" if case.after and not kind else named, prefix)
 
     def _expected(self, case: Case, number: int, seeds: dict[int, int]) -> np.ndarray:
         """The reference, with this run's poison where the baseline writes nothing."""
@@ -226,7 +232,7 @@ class Judge:
         recorded = [c for c in self.cases if c.origin == "recorded"]
         strong = [c for c in recorded if not c.weak]
         return (recorded if strong else []) + [
-            c for c in self.cases if c.origin in ("fresh", "derived")]
+            c for c in self.cases if c.origin in ("fresh", "derived", "kept")]
 
     def reserve(self) -> list[Case]:
         return [c for c in self.cases if c.origin == "reserve"]
@@ -245,8 +251,34 @@ class Judge:
                                    for p in c.slots[n].params}),
             "timed": [c.recording.key for c in self.timed()],
             "cases": {origin: sum(1 for c in self.cases if c.origin == origin)
-                      for origin in ("recorded", "fresh", "derived", "reserve")},
+                      for origin in ("recorded", "fresh", "derived", "reserve", "kept")},
         }
+
+
+def _kept_output_steps(case: Case, rng: np.random.Generator) -> list[Case]:
+    """Two more launches after ``case`` on the buffers it wrote: its read-only inputs changed
+    in a random half of their elements, then in the other half. A rewrite that returns early
+    when its outputs already look computed for the inputs (a stateless cache: the timed runs
+    would reward it, and every other check refills the outputs) leaves one half stale."""
+    changing = [n for n, slot in enumerate(case.slots) if not slot.written and slot.values.size > 1]
+    if not changing or not any(slot.written for slot in case.slots):
+        return []
+    halves = {}
+    for number in changing:
+        half = rng.random(case.slots[number].values.shape) < 0.5
+        half.flat[0], half.flat[-1] = True, False  # both halves hold an element
+        halves[number] = half
+    steps: list[Case] = []
+    slots = case.slots
+    for part, which in ((True, "one random half"), (False, "the other half")):
+        slots = [planning.Slot(slot.params, slot.written, np.where(
+                     halves[number] == part, perturbed(slot.values, rng, integers=True),
+                     slot.values) if number in halves else slot.values)
+                 for number, slot in enumerate(slots)]
+        steps.append(Case(f"{case.label} run again on the outputs it left, its read-only inputs "
+                          f"changed in {which}", "kept", dict(case.scalars), slots,
+                          after=[case, *steps]))
+    return steps
 
 
 def _equal_elements(a: np.ndarray, b: np.ndarray) -> np.ndarray:

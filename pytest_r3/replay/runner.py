@@ -121,11 +121,19 @@ class Runner:
         interleaved_speedup(self.backend, baseline, baseline, args[:1], args[1:], quick)
 
     # -- requests -----------------------------------------------------------------------------
-    def run(self, variant: str, case_index: int, fills: dict, guard_seed: int):
-        """One launch on fresh guarded buffers; every buffer comes back whole."""
-        case = self.cases[case_index]
-        args, buffers = self._arguments(case, fills, guard_seed)
+    def run(self, variant: str, case_index: int, fills: dict, guard_seed: int,
+            after: list[int] = ()):
+        """One launch on fresh guarded buffers; every buffer comes back whole. With
+        ``after``, those cases run first on the same buffers, each launch refilling only the
+        read-only inputs, so what the written buffers hold is kept from launch to launch."""
+        chain = [self.cases[index] for index in (*after, case_index)]
+        args, buffers = self._arguments(chain[0], fills, guard_seed)
         returned = self._launch(variant, args)
+        for case in chain[1:]:
+            for buffer, slot in zip(buffers, case.slots, strict=True):
+                if not slot.written:
+                    buffer.fill(slot.values, None)
+            returned = self._launch(variant, args)
         return {"returned": _plain(returned)}, {
             str(number): buffer.storage for number, buffer in enumerate(buffers)}
 

@@ -67,7 +67,8 @@ class Worker:
         returned, buffers = [], {}
         for index, run in enumerate(data["runs"]):
             reply, storages = self.runner.run(data["variant"], int(run["case"]), run["fills"],
-                                              int(run["guard_seed"]))
+                                              int(run["guard_seed"]),
+                                              [int(c) for c in run.get("after", ())])
             returned.append(reply["returned"])
             buffers.update({f"{index}.{number}": s for number, s in storages.items()})
         self.send("outputs", {"returned": returned}, buffers)
