@@ -151,6 +151,35 @@ def test_a_faster_pipeline_is_accepted_with_a_speedup(recorded, tmp_path):
         assert "above the sanity bound" in result.summary()
 
 
+# right (t + s * 0 is t: no fast-math folds it away) but a chain of 32 dependent multiplies
+# an element slower
+SLOW_REWRITE = rewrite("""
+    float t = 2.0f * x[i] + y[i], s = t;
+    for (int k = 0; k < 32; ++k) s = s * 0.5f;
+    out[i] = t + s * 0.0f;""")
+
+
+def test_a_clearly_slower_candidate_stops_timing_early_and_a_close_one_does_not(recorded,
+                                                                               tmp_path):
+    """Racing: timed against the best speedup so far, a loser stops after ``race_rounds``
+    rounds (one more if one of them was a stray); a candidate as fast as the baseline is
+    timed in full, as without racing."""
+    store = RecordingStore(tmp_path / "recordings")
+    keys = record_launches(recorded.kernel, store, [axpy_launch(200_000, 4)])
+    settings = dataclasses.replace(FAST, timing_rounds=8, min_timing_rounds=8,
+                                   min_sample_seconds=1e-3, race_rounds=3)
+    with ReplayServer(recorded.spec, store.root, keys, settings) as server:
+        slow = server.evaluate(Candidate(source_text=SLOW_REWRITE, label="slow",
+                                         race_against=1.0))
+        unraced_slow = server.evaluate(Candidate(source_text=SLOW_REWRITE, label="in full"))
+        same = server.evaluate(Candidate(label="baseline again", race_against=1.0))
+    assert slow.status == "ok", slow.summary()
+    assert slow.timing["raced"] and slow.timing["rounds"] <= 4, str(slow.timing)
+    assert slow.speedup < 0.5
+    assert not unraced_slow.timing["raced"] and unraced_slow.timing["rounds"] == 8
+    assert not same.timing["raced"] and same.timing["rounds"] == 8
+
+
 # -- failures found before running ---------------------------------------------------------
 
 

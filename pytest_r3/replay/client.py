@@ -248,7 +248,7 @@ class ReplayServer:
                               attempts=1, kind="uninitialised",
                               what="the build with patterned uninitialised variables, on ")
             self._ask("drop", {"name": "pattern"}, self.request_timeout)
-        result.timing = self._time(name)
+        result.timing = self._time(name, candidate.race_against)
         if result.timing["speedup"] > self.settings.sanity_bound:
             self.judge.verify(run, self.judge.reserve())
             result.review = True
@@ -260,7 +260,7 @@ class ReplayServer:
         self._ask("drop", {"name": name}, self.request_timeout)
         return result
 
-    def _time(self, name: str) -> dict:
+    def _time(self, name: str, race_against: float | None = None) -> dict:
         """Interleaved timing, then the buffers the timed runs used must hold right answers
         after as many launches in a row as a timed sample made."""
         timed = self.judge.timed()
@@ -270,6 +270,7 @@ class ReplayServer:
         indices = [self._index[id(case)] for case in timed]
         _, data, arrays = self._ask("time", {
             "variant": name, "cases": indices, "guard_seed": guard_seed,
+            "race_against": race_against,
             "checks": [[case.fills(s) for case, s in zip(timed, parity, strict=True)]
                        for parity in seeds]}, self.request_timeout)
         timing = checked_timing(data.get("timing"))
@@ -308,7 +309,8 @@ def checked_timing(timing: object) -> dict:
                    for key in ("baseline_samples", "candidate_samples")}
         clean = {**numbers, **samples, "rounds": int(timing["rounds"]),
                  "repeats": [int(x) for x in timing["repeats"]],
-                 "within_noise": bool(timing["within_noise"])}
+                 "within_noise": bool(timing["within_noise"]),
+                 "raced": bool(timing.get("raced", False))}
     except (KeyError, TypeError, ValueError):
         raise WorkerDied(Result(protocol.CRASH, diagnostics=[
             "the worker sent malformed timing figures"], details={"kind": "protocol"})) from None

@@ -130,6 +130,7 @@ class ReplaySettings:
     warmup_rounds: int = 2
     min_sample_seconds: float = 2e-3   # each timed sample repeats launches up to this long
     timing_recordings: int = 2         # the largest N recordings are timed
+    race_rounds: int = 3               # rounds before a clearly slower candidate may stop
     seed: int = 0
     # Each layer of the trust model can be tested alone; these exist for that, never for use.
     static_check: bool = True
@@ -187,9 +188,12 @@ class KernelSpec:
 
 @dataclass(frozen=True)
 class Candidate(Configuration):
-    """A configuration to evaluate, with a label for logs and reports."""
+    """A configuration to evaluate, with a label for logs and reports. ``race_against``: the
+    best speedup found so far; timing stops early once this one is clearly slower (never
+    part of the key: it changes how long a candidate is timed, not what it is)."""
 
     label: str = ""
+    race_against: float | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -22,8 +22,20 @@ def _settled(base_times: list[float], cand_times: list[float]) -> bool:
     return (q3 - q1) / 2 < NOISE_FLOOR / 2 * median
 
 
+def _outrun(base_times: list[float], cand_times: list[float], race_against: float | None,
+            settings) -> bool:
+    """A race lost: at least ``race_rounds`` rounds, and three in four of them, have a ratio
+    below the speedup to beat by more than the noise floor, so more rounds would only refine
+    a loser. One stray round (a page fault, a busy neighbour) does not save or sink it."""
+    if race_against is None:
+        return False
+    ratios = np.array(base_times) / np.array(cand_times)
+    behind = int((ratios < race_against * (1 - NOISE_FLOOR)).sum())
+    return behind >= max(1, settings.race_rounds) and 4 * behind >= 3 * len(ratios)
+
+
 def interleaved_speedup(backend, baseline, candidate, base_args: list, cand_args: list,
-                        settings) -> dict:
+                        settings, race_against: float | None = None) -> dict:
     """Median times and the baseline/candidate ratio with its interquartile range.
 
     ``base_args`` and ``cand_args`` are two sets of launch arguments, one per timed case.
@@ -32,7 +44,8 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list, cand_args
     move a timing by 10% or more);
     a sample repeats the launch until it lasts about ``min_sample_seconds``. Rounds stop
     early, after ``min_timing_rounds``, once the ratio is steady (IQR under half the noise
-    floor), and at ``timing_rounds`` otherwise.
+    floor), and at ``timing_rounds`` otherwise. With ``race_against`` (the best speedup so
+    far), they stop as soon as the candidate has clearly lost (``raced`` in the result).
     """
     repeats = []
     for args in base_args:
@@ -40,6 +53,7 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list, cand_args
         repeats.append(max(1, min(10_000, math.ceil(settings.min_sample_seconds
                                                     / max(single, 1e-9)))))
     base_times, cand_times = [], []
+    raced = False
     for round_index in range(settings.warmup_rounds + settings.timing_rounds):
         base_total = cand_total = 0.0
         for b_args, c_args, repeat in zip(base_args, cand_args, repeats, strict=True):
@@ -56,6 +70,9 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list, cand_args
             cand_times.append(cand_total)
             if len(base_times) >= settings.min_timing_rounds and _settled(base_times, cand_times):
                 break
+            if _outrun(base_times, cand_times, race_against, settings):
+                raced = True
+                break
     base = np.array(base_times)
     cand = np.array(cand_times)
     ratios = base / cand
@@ -70,6 +87,7 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list, cand_args
         "rounds": len(ratios),
         "repeats": repeats,
         "within_noise": abs(median - 1.0) <= noise,
+        "raced": raced,
         "baseline_samples": [float(x) for x in base],
         "candidate_samples": [float(x) for x in cand],
     }

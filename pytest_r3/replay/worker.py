@@ -75,7 +75,8 @@ class Worker:
 
     def on_time(self, data: dict, arrays: dict) -> None:
         reply, buffers = self.runner.time(data["variant"], list(data["cases"]),
-                                          int(data["guard_seed"]), data["checks"])
+                                          int(data["guard_seed"]), data["checks"],
+                                          _number_or_none(data.get("race_against")))
         self.send("timed", reply, buffers)
 
     def on_call(self, data: dict, arrays: dict) -> None:
@@ -170,6 +171,10 @@ class _Duplex:
     def __init__(self, reader: Connection, writer: Connection) -> None:
         self.recv_bytes = reader.recv_bytes
         self.send_bytes = writer.send_bytes
+
+
+def _number_or_none(value: object) -> float | None:
+    return None if value is None else float(value)
 
 
 if __name__ == "__main__":

@@ -256,7 +256,12 @@ class Tuner:
                 keyed.append((point, candidate, key))
                 if key not in losses and key not in fresh and space.is_valid(point.value):
                     fresh[key] = candidate
-            results = dict(zip(fresh, self._evaluate_batch(list(fresh.values()))))
+            # a candidate clearly slower than the best so far stops timing early (racing);
+            # the finalists are measured in full again when confirmed
+            incumbent = max([1.0, *(step.speedup for step in outcome.steps
+                                    if step.status == "ok" and step.speedup)])
+            racing = [replace(candidate, race_against=incumbent) for candidate in fresh.values()]
+            results = dict(zip(fresh, self._evaluate_batch(racing)))
             for point, candidate, key in keyed:
                 if key in losses:  # asked again: answer from memory, costs no budget
                     optimizer.tell(point, losses[key])
