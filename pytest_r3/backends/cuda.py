@@ -99,7 +99,7 @@ class CUDABackend(Backend):
         return (
             "--cuda-device-only", "-nocudainc", "-nocudalib", f"--cuda-gpu-arch={self.arch}",
             f"--cuda-feature=+ptx{ptx_version(self.arch)}", "-Wno-unknown-cuda-version",
-            "-fdeclspec", "-I", str(cuda_tools.HEADER.parent),
+            "-fdeclspec", "-I", str(cuda_tools.HEADER.parent), "-I", str(cuda_tools.DEVICE_HEADERS),
             "-include", str(cuda_tools.HEADER), *(["-DR3_LIBDEVICE=1"] if libdevice else []),
         )
 

@@ -29,6 +29,9 @@ from .clang import macro_flags
 
 LIBDEVICE_ENV = "PYTEST_R3_LIBDEVICE"
 HEADER = Path(__file__).resolve().parent.parent / "include" / "r3_cuda.h"
+# CUDA's and C++'s headers for device code (cuda_fp16.h, <cstdio>...): on clang's include
+# path only, since nvcc brings its own
+DEVICE_HEADERS = HEADER.parent / "cuda_device"
 
 
 def _cuda_roots() -> list[Path]:
