@@ -89,9 +89,9 @@ class EntryName:
         return self.name if self.arguments is None else f"{self.name}<{self.arguments}>"
 
 
-_ENTRY = re.compile(r"((?:::)?[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*)\s*(?:<(.*)>)?")
+_ENTRY = re.compile(r"((?:::)?[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*) *(?:<(.*)>)?")
 # what template arguments may contain: names, numbers, types, nested <...> and (...)
-_ARGUMENT_TEXT = re.compile(r"[\w\s,:<>*&().+\-']*")
+_ARGUMENT_TEXT = re.compile(r"[\w ,:<>*&().+\-']*")
 
 
 def parse_entry(entry: str) -> EntryName:
@@ -99,7 +99,7 @@ def parse_entry(entry: str) -> EntryName:
 
     Raises DeclarationError naming the problem when ``entry`` is neither a function name nor
     the C++ name of a template instance."""
-    match = _ENTRY.fullmatch(entry.strip()) if isinstance(entry, str) else None
+    match = _ENTRY.fullmatch(entry) if isinstance(entry, str) else None
     arguments = match.group(2) if match else None
     if match is None or (arguments is not None and not (
             arguments.strip() and _ARGUMENT_TEXT.fullmatch(arguments)

@@ -71,6 +71,9 @@ __R3_SREG(__r3_gridDim_t, gridDim, nctaid)
 #define warpSize 32
 
 typedef __SIZE_TYPE__ __r3_size_t;
+/* size_t and ptrdiff_t come with no include, as under nvcc */
+typedef __SIZE_TYPE__ size_t;
+typedef __PTRDIFF_TYPE__ ptrdiff_t;
 
 /* synchronisation (__syncthreads itself is a clang builtin in CUDA mode) */
 __R3_DEVICE int __syncthreads_count(int p) { return __nvvm_bar0_popc(p); }

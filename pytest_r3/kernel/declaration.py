@@ -245,8 +245,8 @@ def kernel(
     if not isinstance(entry, str) or not (entry.isidentifier() or (
             backend == "cuda" and is_entry_name(entry))):
         raise DeclarationError(f"kernel declared at {declared_at}: entry must be a C "
-                               f"function name (or, for CUDA, a template instance such as "
-                               f"'scale_tiles<16, float>'), got {entry!r}")
+                               f"function name, got {entry!r} (for CUDA, also a template "
+                               "instance such as 'scale_tiles<16, float>')")
     name = name or entry
     where = f"kernel {name!r} (declared at {declared_at})"
     kernel_source = load_source(source, declaring_file, where)
