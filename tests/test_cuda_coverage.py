@@ -80,6 +80,25 @@ def test_suite_never_edits_the_kernel_files(backend):
     assert {p.name: p.read_bytes() for p in SUITE.glob("*.cu")} == before
 
 
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_every_documented_function_compiles(arch):
+    """api/everything.cu calls each function docs/cuda.md lists once."""
+    backend = CUDABackend(arch)
+    source = suite_source("api/everything.cu")
+    for entry in ["everything", "with_grid_constant", "aligned_tile"]:
+        result = build(backend, source, entry)
+        if not NO_PTXAS:
+            assert result.diagnostics["ptxas"] == "ok", entry
+
+
+@needs_nvcc
+def test_nvcc_accepts_the_same_functions():
+    """The header offers CUDA's names with CUDA's signatures: what compiles here compiles
+    with nvcc too, so the vendor baseline builds the same file."""
+    ptx = cuda_tools.nvcc_ptx(suite_source("api/everything.cu"), {}, "sm_90")
+    assert len(cuda_tools.ptx_entries(ptx)) == 3
+
+
 # -- the instructions nvcc gives -------------------------------------------------------------
 def test_fast_math_intrinsics_give_nvcc_instructions(backend):
     source = inline("""

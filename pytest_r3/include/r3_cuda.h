@@ -27,7 +27,7 @@
 #define __host__ __attribute__((host))
 #define __shared__ __attribute__((shared))
 #define __constant__ __attribute__((constant))
-#define __managed__ __attribute__((managed))
+#define __managed__ __attribute__((device, managed))
 #define __forceinline__ __inline__ __attribute__((always_inline))
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
@@ -147,11 +147,6 @@ __R3_DEVICE unsigned int __reduce_or_sync(unsigned int mask, unsigned int v) {
 __R3_DEVICE unsigned int __reduce_xor_sync(unsigned int mask, unsigned int v) {
   return (unsigned int)__nvvm_redux_sync_xor((int)v, mask); }
 #endif
-__R3_DEVICE unsigned int __lanemask_lt() { return __nvvm_read_ptx_sreg_lanemask_lt(); }
-__R3_DEVICE unsigned int __lanemask_le() { return __nvvm_read_ptx_sreg_lanemask_le(); }
-__R3_DEVICE unsigned int __lanemask_eq() { return __nvvm_read_ptx_sreg_lanemask_eq(); }
-__R3_DEVICE unsigned int __lanemask_gt() { return __nvvm_read_ptx_sreg_lanemask_gt(); }
-__R3_DEVICE unsigned int __lanemask_ge() { return __nvvm_read_ptx_sreg_lanemask_ge(); }
 
 /* atomics: relaxed, as CUDA's atomicXxx; the _block and _system forms narrow or widen the
  * scope to the block or the whole system */
@@ -282,8 +277,6 @@ __R3_LDG(double, __nvvm_ldg_d)
     return v; }
 #define __R3_LDG_VECS(name, element, builtin, a2, a4)                                      \
   __R3_LDG_VEC(name##2, element, builtin, a2, v.y = builtin(&p->y);)                       \
-  __R3_LDG_VEC(name##3, element, builtin, sizeof(element),                                 \
-               v.y = builtin(&p->y); v.z = builtin(&p->z);)                                \
   __R3_LDG_VEC(name##4, element, builtin, a4, v.y = builtin(&p->y);                        \
                v.z = builtin(&p->z); v.w = builtin(&p->w);)
 __R3_LDG_VECS(char, signed char, __nvvm_ldg_sc, 2, 4)
