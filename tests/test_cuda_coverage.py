@@ -324,6 +324,9 @@ UNSUPPORTED = {
     "std beyond the C library": (
         "#include <cmath>\n__global__ void k(float *x) { x[0] = std::lerp(1.f, 2.f, x[1]); }",
         "std::lerp"),
+    "an atomic CUDA lacks too": (
+        "__global__ void k(float *x) { atomicMax(x, 1.0f); }",
+        "atomicMax with these argument types is not supported"),
     "host API in a kernel file": (
         "__global__ void k(float *x) {}\nvoid run(float *x) { cudaMalloc(&x, 4); }",
         "'cudaMalloc' (the CUDA host API; keep host code out of kernel files)"),

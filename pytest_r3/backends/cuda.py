@@ -1,10 +1,12 @@
 """CUDA backend: .cu -> clang (device only) NVPTX IR -> llvmlite passes -> PTX -> pycuda.
 
 Compiling needs neither a GPU nor the CUDA toolkit: clang (from the ziglang wheel) compiles
-the device side with ``-nocudainc -nocudalib`` and the small header ``r3_cuda.h``, which
-supplies ``__global__``, ``threadIdx``, ``__syncthreads``, atomics and math on top of clang's
-NVVM builtins; llvmlite optimises the IR with the same :class:`~pytest_r3.Pipeline` as CPU
-kernels and emits PTX. Where NVIDIA's tools are installed, ``ptxas -v`` checks every PTX and
+the device side with ``-nocudainc -nocudalib`` and pytest-r3's own headers: ``r3_cuda.h``
+in front of every kernel supplies ``__global__``, ``threadIdx``, vector types, warp
+functions, atomics, intrinsics and math on top of clang's NVVM builtins, and
+``include/cuda_device/`` answers the includes device code makes (``cuda_fp16.h``,
+``<cstdio>``...); what they lack is reported in one line (``cuda_support``). llvmlite
+optimises the IR with the same :class:`~pytest_r3.Pipeline` as CPU kernels and emits PTX. Where NVIDIA's tools are installed, ``ptxas -v`` checks every PTX and
 reports registers and spills, and libdevice supplies accurate math (see ``cuda_tools``).
 Running needs a GPU and pycuda (``pip install "pytest-r3[cuda]"``), imported on first launch.
 
