@@ -85,7 +85,7 @@ def test_every_documented_function_compiles(arch):
     """api/everything.cu calls each function docs/cuda.md lists once."""
     backend = CUDABackend(arch)
     source = suite_source("api/everything.cu")
-    for entry in ["everything", "with_grid_constant", "aligned_tile"]:
+    for entry in ["everything", "with_grid_constant", "aligned_tile", "bf16_everything"]:
         result = build(backend, source, entry)
         if not NO_PTXAS:
             assert result.diagnostics["ptxas"] == "ok", entry
@@ -96,7 +96,7 @@ def test_nvcc_accepts_the_same_functions():
     """The header offers CUDA's names with CUDA's signatures: what compiles here compiles
     with nvcc too, so the vendor baseline builds the same file."""
     ptx = cuda_tools.nvcc_ptx(suite_source("api/everything.cu"), {}, "sm_90")
-    assert len(cuda_tools.ptx_entries(ptx)) == 3
+    assert len(cuda_tools.ptx_entries(ptx)) == 4
 
 
 # -- the instructions nvcc gives -------------------------------------------------------------
@@ -146,6 +146,8 @@ def test_half_precision_arithmetic_is_native(backend):
     assert "fma.rn.f16x2" in ptx
     ptx = build(backend, suite_source("half_bias_relu.cu"), "half_bias_relu").ptx
     assert "add.f16" in ptx and "cvt.f32.f16" in ptx
+    ptx = build(backend, suite_source("api/everything.cu"), "bf16_everything").ptx
+    assert "fma.rn.bf16x2" in ptx and "cvt.f32.bf16" in ptx
 
 
 def test_printf_and_assert_become_cuda_system_calls(backend):
@@ -327,6 +329,9 @@ UNSUPPORTED = {
     "an atomic CUDA lacks too": (
         "__global__ void k(float *x) { atomicMax(x, 1.0f); }",
         "atomicMax with these argument types is not supported"),
+    "half without its header": (
+        "__global__ void k(__half *x) { x[0] = __float2half(1.0f); }",
+        "'__half' (half precision without #include <cuda_fp16.h>) is not supported"),
     "host API in a kernel file": (
         "__global__ void k(float *x) {}\nvoid run(float *x) { cudaMalloc(&x, 4); }",
         "'cudaMalloc' (the CUDA host API; keep host code out of kernel files)"),

@@ -6,8 +6,9 @@ in front of every kernel supplies ``__global__``, ``threadIdx``, vector types, w
 functions, atomics, intrinsics and math on top of clang's NVVM builtins, and
 ``include/cuda_device/`` answers the includes device code makes (``cuda_fp16.h``,
 ``<cstdio>``...); what they lack is reported in one line (``cuda_support``). llvmlite
-optimises the IR with the same :class:`~pytest_r3.Pipeline` as CPU kernels and emits PTX. Where NVIDIA's tools are installed, ``ptxas -v`` checks every PTX and
-reports registers and spills, and libdevice supplies accurate math (see ``cuda_tools``).
+optimises the IR with the same :class:`~pytest_r3.Pipeline` as CPU kernels and emits PTX.
+Where NVIDIA's tools are installed, ``ptxas -v`` checks every PTX and reports registers
+and spills, and libdevice supplies accurate math (see ``cuda_tools``).
 Running needs a GPU and pycuda (``pip install "pytest-r3[cuda]"``), imported on first launch.
 
 The GPU architecture is ``$PYTEST_R3_CUDA_ARCH`` (``sm_90``...), else the GPU's own when

@@ -25,7 +25,6 @@ _LIBRARY_HEADERS = [
     (r"thrust/.*", "Thrust"),
     (r"cuda/.*", "libcu++ (the cuda:: library)"),
     (r"mma\.h|crt/mma\.h", "warp matrix multiply (WMMA, nvcuda::wmma)"),
-    (r"cuda_bf16\.h|cuda_bf16\.hpp", "bfloat16 (__nv_bfloat16)"),
     (r"cuda_fp8\.h|cuda_fp8\.hpp|cuda_fp6\.h|cuda_fp4\.h", "fp8/fp6/fp4 types"),
     (r"cuda_pipeline.*\.h|cuda_awbarrier.*\.h", "asynchronous copies (memcpy_async, pipelines)"),
     (r"curand.*\.h", "the cuRAND device API"),
@@ -41,7 +40,9 @@ _LIBRARY_NAMES = [
     (r"nvcuda|wmma|fragment|load_matrix_sync|store_matrix_sync|mma_sync",
      "warp matrix multiply (WMMA, nvcuda::wmma)"),
     (r"__nv_bfloat16\w*|nv_bfloat16\w*|__float2bfloat16\w*|__bfloat162\w*",
-     "bfloat16 (__nv_bfloat16)"),
+     "bfloat16 without #include <cuda_bf16.h>"),
+    (r"__half\w*|half2?|__float2half\w*|__half2float",
+     "half precision without #include <cuda_fp16.h>"),
     (r"__nv_fp8\w*", "fp8 types"),
     (r"(?:tex|surf)(?:1D|2D|3D|Cubemap)\w*|tex1Dfetch|cudaTextureObject_t"
      r"|cudaSurfaceObject_t|texture|surface",

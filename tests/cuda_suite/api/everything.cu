@@ -1,6 +1,7 @@
 // Not a realistic kernel: one call of every function docs/cuda.md lists as supported, so
 // that each compiles, links (libdevice) and assembles. Compile-only; never launched.
 #include <cuda_fp16.h>
+#include <cuda_bf16.h>
 #include <math_constants.h>
 struct Params { float scale; int n; };
 __managed__ int managed_counter;
@@ -96,3 +97,15 @@ __global__ void __launch_bounds__(256) everything(float *f, double *d, int *i, u
 }
 __global__ void with_grid_constant(const __grid_constant__ Params p, float *out) { out[0] = p.scale * p.n; }
 __global__ void aligned_tile(float *out) { __shared__ __align__(16) float tile[64]; tile[threadIdx.x] = 1; __syncthreads(); out[threadIdx.x] = tile[63 - threadIdx.x]; }
+__global__ void bf16_everything(__nv_bfloat16 *b, __nv_bfloat162 *b2, float *f, int *i) {
+  __nv_bfloat16 x = b[0], y = __float2bfloat16_rn(f[0]) + __double2bfloat16(1.0) + __int2bfloat16_rn(i[0]);
+  b[1] = __hadd(x, y) + __hsub(x, y) * __hmul(x, y) / __hdiv(x, y) + __hfma(x, y, x) + __hneg(x) + __habs(y)
+       + __hmax(x, y) + __hmin(x, y) + hsqrt(x) + hexp(y) + hlog(x) + __ushort_as_bfloat16(3) + __low2bfloat16(b2[0]);
+  __nv_bfloat162 p = b2[1], q = __floats2bfloat162_rn(1.f, 2.f);
+  b2[2] = __hadd2(p, q) + __hmul2(p, q) + __hfma2(p, q, p) + __bfloat162bfloat162(x) + __halves2bfloat162(x, y)
+        + __float2bfloat162_rn(f[1]) + __float22bfloat162_rn(make_float2(1, 2)) + __lows2bfloat162(p, q)
+        + __shfl_xor_sync(~0u, p, 1) + __ldg(b2 + 3);
+  f[2] = __bfloat162float(x) + __low2float(p) + __high2float(p) + __bfloat1622float2(q).y;
+  i[1] = __heq(x, y) + (x < y) + __bfloat162int_rn(x) + __bfloat162int_rz(y) + __bfloat16_as_ushort(x) + __hisnan(x);
+  atomicAdd(b + 2, x); atomicAdd(b2 + 4, p);
+}
