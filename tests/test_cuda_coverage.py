@@ -289,6 +289,12 @@ def test_parse_entry(entry, expected):
     assert (parsed.name, parsed.arguments) == expected
 
 
+def test_default_name_of_an_entry_is_a_safe_file_name():
+    assert cuda_tools.default_name("scale_tiles<16, float>") == "scale_tiles_16_float"
+    assert cuda_tools.default_name("ns::tile< 8 , Vec<float, 4> >") == "ns_tile_8_Vec_float_4"
+    assert cuda_tools.default_name("saxpy") == "saxpy"
+
+
 @pytest.mark.parametrize("entry", ["", "1k", "k<", "k<>", "k<1>>", "k<1; x>", "k<\"a\">",
                                    "k<1>(int)", "k<1>\n"])
 def test_parse_entry_refuses(entry):

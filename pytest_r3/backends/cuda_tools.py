@@ -121,6 +121,13 @@ def is_entry_name(entry: object) -> bool:
     return True
 
 
+def default_name(entry: str) -> str:
+    """A kernel name for ``entry`` that is safe as a file name everywhere (recordings are
+    kept per kernel name): ``scale_tiles<16, float>`` -> ``scale_tiles_16_float``,
+    ``ns::saxpy`` -> ``ns_saxpy``."""
+    return re.sub(r"\W+", "_", entry).strip("_") or entry
+
+
 def _balanced(text: str) -> bool:
     depth = {"<": 0, "(": 0}
     closing = {">": "<", ")": "("}
