@@ -2,10 +2,14 @@
  *
  * pytest-r3 builds .cu files with `clang -x cuda --cuda-device-only -nocudainc -nocudalib`,
  * which needs neither a GPU nor the CUDA toolkit but also brings none of CUDA's headers.
- * This header supplies what kernels commonly use, on top of clang's NVPTX builtins:
- * the qualifiers (__global__, __device__, __shared__, __constant__), threadIdx, blockIdx,
- * blockDim, gridDim, warpSize, __syncthreads and friends, warp shuffles, atomics and the
- * usual math functions. pytest-r3 includes it in front of every CUDA kernel (-include).
+ * This header supplies, on top of clang's NVPTX builtins, what nvcc gives device code with
+ * no include: the qualifiers, threadIdx and friends, vector types (cuda_device/
+ * vector_types.h), synchronisation, warp functions, atomics, __ldg, the bit, conversion and
+ * rounding-mode intrinsics, fast-math intrinsics, math functions, printf. Each maps to the
+ * NVVM builtin that gives the instruction nvcc emits (rsqrtf -> rsqrt.approx, __ldg ->
+ * ld.global.nc, __expf -> ex2.approx), never to inline assembly, which tuning candidates may
+ * not contain. pytest-r3 includes it in front of every CUDA kernel (-include); the headers
+ * kernels include themselves (cuda_fp16.h, <cstdio>...) are in cuda_device/.
  *
  * Under nvcc, or clang with CUDA's own headers, this file is empty: the same source then
  * builds against the real CUDA runtime headers (the vendor baseline does that).
@@ -13,8 +17,9 @@
  * Math: with CUDA's libdevice available (R3_LIBDEVICE defined by pytest-r3), math functions
  * call libdevice's __nv_* implementations, the ones nvcc uses. Without it, sqrt, fma,
  * fabs, fmin/fmax, floor/ceil/trunc/round and division are exact (IEEE) as usual, while
- * exp, log, sin, cos, pow and tanh use the hardware approximations (as nvcc does with
- * -use_fast_math), and their double versions are unavailable.
+ * the float exp, log, sin, cos, tan, pow and tanh use the hardware approximations (as nvcc
+ * does with -use_fast_math), and the other functions are unavailable (a compile error
+ * saying libdevice is needed).
  */
 #ifndef R3_CUDA_H
 #define R3_CUDA_H
@@ -34,7 +39,6 @@
 #define __restrict__ __restrict
 #define __align__(n) __attribute__((aligned(n)))
 #define __grid_constant__ __attribute__((grid_constant))
-#define __CUDACC_R3__ 1
 
 #include "cuda_device/vector_types.h"
 
