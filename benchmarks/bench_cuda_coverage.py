@@ -4,8 +4,9 @@ For each kernel of ``tests/cuda_suite/kernels.json`` this script compiles the fi
 pytest-r3 does (clang device-only with r3_cuda.h, the default llvmlite pipeline, LLVM's
 NVPTX back end) and, where nvcc is installed, with ``nvcc -O3 -ptx``; ``ptxas -v`` assembles
 both for the same architecture and reports registers and spills. It prints one row per
-kernel: our registers, nvcc's, and whether ours are within 25% of nvcc's (the target), then
-a summary. Needs ptxas; the nvcc columns are left empty without nvcc. No GPU is used.
+kernel: our registers, nvcc's, whether ours are within 25% of nvcc's (the target) and
+whether both allow as many resident warps per SM (what a register count costs), then a
+summary. Needs ptxas; the nvcc columns are left empty without nvcc. No GPU is used.
 
 Run from the repository root::
 
@@ -29,6 +30,15 @@ from pytest_r3.model.source import KernelSource  # noqa: E402
 
 SUITE = ROOT / "tests" / "cuda_suite"
 TARGET = 1.25  # ours may use at most 25% more registers than nvcc
+# what registers cost: an SM of sm_80/sm_90 has 65536 registers and holds at most 64 warps,
+# each warp's registers allocated in units of 256 (8 per thread)
+SM_REGISTERS, SM_WARPS, UNIT = 65536, 64, 8
+
+
+def resident_warps(registers: int) -> int:
+    """Warps per SM that registers alone allow (the occupancy a register count costs)."""
+    per_thread = -(-max(registers, 1) // UNIT) * UNIT
+    return min(SM_WARPS, SM_REGISTERS // (per_thread * 32))
 
 
 def measure(row: dict, backend: CUDABackend, with_nvcc: bool) -> dict:
@@ -47,6 +57,7 @@ def measure(row: dict, backend: CUDABackend, with_nvcc: bool) -> dict:
         info = (cuda_tools.ptxas_info(ptx, backend.arch) or {}).get(symbol, {})
         result.update(nvcc=info.get("registers"), nvcc_spills=info.get("spill_store_bytes", 0))
         result["within_target"] = result["ours"] <= TARGET * result["nvcc"]
+        result["same_occupancy"] = resident_warps(result["ours"]) == resident_warps(result["nvcc"])
     return result
 
 
@@ -65,20 +76,25 @@ def main() -> int:
 
     print(f"registers per kernel, {options.arch}: pytest-r3 (clang + llvmlite -O3) vs "
           f"{'nvcc -O3' if with_nvcc else 'nvcc (not installed)'}")
-    print(f"{'kernel':<28} {'file':<28} {'ours':>5} {'nvcc':>5} {'ratio':>6}  within 25%")
+    print(f"{'kernel':<28} {'file':<28} {'ours':>5} {'nvcc':>5} {'ratio':>6}  within 25%  "
+          "same occupancy")
     for row in rows:
         nvcc = row.get("nvcc")
         ratio = f"{row['ours'] / nvcc:.2f}" if nvcc else "-"
         verdict = ("yes" if row["within_target"] else "NO") if nvcc else "-"
+        occupancy = ("yes" if row["same_occupancy"] else "NO") if nvcc else "-"
         spills = "  (spills)" if row["ours_spills"] or row.get("nvcc_spills") else ""
         print(f"{row['entry']:<28} {row['file']:<28} {row['ours']:>5} "
-              f"{nvcc if nvcc is not None else '-':>5} {ratio:>6}  {verdict}{spills}")
+              f"{nvcc if nvcc is not None else '-':>5} {ratio:>6}  {verdict:<10}  "
+              f"{occupancy}{spills}")
     if with_nvcc:
         within = sum(row["within_target"] for row in rows)
         total_ours = sum(row["ours"] for row in rows)
         total_nvcc = sum(row["nvcc"] for row in rows)
+        same = sum(row["same_occupancy"] for row in rows)
         print(f"\n{within} of {len(rows)} kernels within 25% of nvcc's registers; "
-              f"total {total_ours} vs {total_nvcc} ({total_ours / total_nvcc:.2f}x)")
+              f"total {total_ours} vs {total_nvcc} ({total_ours / total_nvcc:.2f}x); "
+              f"{same} of {len(rows)} with the same occupancy as registers allow")
     if options.json:
         options.json.write_text(json.dumps(rows, indent=1) + "\n")
     return 0
