@@ -357,6 +357,17 @@ def test_what_is_not_provided_gets_one_line(backend, case):
     assert caught.value.diagnostics  # clang's own words stay available
 
 
+def test_a_rewrite_reaching_for_cooperative_groups_gets_the_same_line(backend):
+    """Candidates' diagnostics name their file by base name only; so does the one line."""
+    original = inline("__global__ void k(float *x) { x[0] = 1.0f; }", "/work/kernels/k.cu")
+    rewrite = original.candidate("#include <cooperative_groups.h>\n" + original.text)
+    with pytest.raises(CompileError) as caught:
+        backend.compile(rewrite, {})
+    assert str(caught.value).startswith("k.cu:1: cooperative groups (<cooperative_groups.h>) "
+                                        "is not supported")
+    assert "/work/kernels" not in str(caught.value) + caught.value.diagnostics
+
+
 def test_other_errors_keep_clang_first_line_without_the_command(backend):
     with pytest.raises(CompileError) as caught:
         backend.compile(inline("__global__ void k(float *x) { x[0] = y; }", "k.cu"), {})
