@@ -239,6 +239,14 @@ def test_device_printf_and_assert_pass_the_static_check(backend):
     assert [v.symbol for v in sandbox.check_module(cpu)] == ["vprintf"]
 
 
+def test_a_candidate_reading_the_clock_is_told_why(backend):
+    source = inline("__global__ void k(long long *t) { t[0] = clock64(); }")
+    module = backend.parse(backend.compile(source, {}), "k")
+    [violation] = sandbox.check_module(module)
+    assert violation.symbol == "llvm.nvvm.read.ptx.sreg.clock64"
+    assert "it reads a clock, so results could depend on timing" in violation.reason
+
+
 # -- templates ---------------------------------------------------------------------------------
 def test_template_instance_in_the_file_is_found(backend):
     result = build(backend, suite_source("scale_tiles_template.cu"), "scale_tiles<4, double>")
