@@ -375,7 +375,7 @@ __R3_DEVICE unsigned int __uhadd(unsigned int a, unsigned int b) {
 __R3_DEVICE unsigned int __urhadd(unsigned int a, unsigned int b) {
   return (unsigned int)(((unsigned long long)a + b + 1) >> 1); }
 __R3_DEVICE unsigned int __sad(int a, int b, unsigned int c) {
-  return c + (unsigned int)(a > b ? a - b : b - a); }
+  return c + (a > b ? (unsigned int)a - (unsigned int)b : (unsigned int)b - (unsigned int)a); }
 __R3_DEVICE unsigned int __usad(unsigned int a, unsigned int b, unsigned int c) {
   return c + (a > b ? a - b : b - a); }
 
@@ -467,7 +467,6 @@ __R3_ROUNDED(__R3_CONVERT, __ull2double, ull2d, double, unsigned long long)
 #undef __R3_CONVERT
 __R3_DEVICE double __int2double_rn(int a) { return (double)a; }
 __R3_DEVICE double __uint2double_rn(unsigned int a) { return (double)a; }
-__R3_DEVICE float __frsqrt_rn(float x) { return 1.0f / __nvvm_sqrt_rn_f(x); }
 __R3_DEVICE float __fdividef(float a, float b) { return __nvvm_div_approx_f(a, b); }
 __R3_DEVICE float fdividef(float a, float b) { return __nvvm_div_approx_f(a, b); }
 __R3_DEVICE float __saturatef(float x) { return __nvvm_saturate_f(x); }
@@ -486,17 +485,16 @@ __R3_EXACT(nearbyint, __builtin_nearbyint)
 #undef __R3_EXACT
 __R3_DEVICE float sqrtf(float x) { return __nvvm_sqrt_rn_f(x); }
 __R3_DEVICE double sqrt(double x) { return __nvvm_sqrt_rn_d(x); }
-/* rsqrt is the hardware's approximation, as in CUDA (rsqrt.approx) */
+/* rsqrtf is the hardware's approximation, as in CUDA (rsqrt.approx.f32) */
 __R3_DEVICE float rsqrtf(float x) { return __nvvm_rsqrt_approx_f(x); }
-__R3_DEVICE double rsqrt(double x) { return __nvvm_rsqrt_approx_d(x); }
 __R3_DEVICE float fmaf(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 __R3_DEVICE double fma(double a, double b, double c) { return __builtin_fma(a, b, c); }
 __R3_DEVICE float fminf(float a, float b) { return __builtin_fminf(a, b); }
 __R3_DEVICE float fmaxf(float a, float b) { return __builtin_fmaxf(a, b); }
 __R3_DEVICE double fmin(double a, double b) { return __builtin_fmin(a, b); }
 __R3_DEVICE double fmax(double a, double b) { return __builtin_fmax(a, b); }
-__R3_DEVICE float fdimf(float a, float b) { return a > b ? a - b : 0.0f; }
-__R3_DEVICE double fdim(double a, double b) { return a > b ? a - b : 0.0; }
+__R3_DEVICE float fdimf(float a, float b) { return a <= b ? 0.0f : a - b; }  /* NaN stays */
+__R3_DEVICE double fdim(double a, double b) { return a <= b ? 0.0 : a - b; }
 __R3_DEVICE float copysignf(float a, float b) { return __builtin_copysignf(a, b); }
 __R3_DEVICE double copysign(double a, double b) { return __builtin_copysign(a, b); }
 __R3_DEVICE long lrintf(float x) { return (long)__builtin_rintf(x); }
@@ -580,6 +578,10 @@ extern "C" __device__ float __nv_modff(float, float *);
 extern "C" __device__ double __nv_modf(double, double *);
 extern "C" __device__ int __nv_ilogbf(float);
 extern "C" __device__ int __nv_ilogb(double);
+extern "C" __device__ double __nv_rsqrt(double);
+extern "C" __device__ float __nv_frsqrt_rn(float);
+__R3_DEVICE double rsqrt(double x) { return __nv_rsqrt(x); }
+__R3_DEVICE float __frsqrt_rn(float x) { return __nv_frsqrt_rn(x); }
 __R3_DEVICE void sincosf(float x, float *s, float *c) { __nv_sincosf(x, s, c); }
 __R3_DEVICE void sincos(double x, double *s, double *c) { __nv_sincos(x, s, c); }
 __R3_DEVICE float frexpf(float x, int *e) { return __nv_frexpf(x, e); }
@@ -599,6 +601,8 @@ __R3_DEVICE float sinf(float x) { return __sinf(x); }
 __R3_DEVICE float cosf(float x) { return __cosf(x); }
 __R3_DEVICE float tanf(float x) { return __tanf(x); }
 __R3_DEVICE void sincosf(float x, float *s, float *c) { __sincosf(x, s, c); }
+__R3_DEVICE float __frsqrt_rn(float x) { return 1.0f / __nvvm_sqrt_rn_f(x); }  /* ~1 ulp */
+__R3_DEVICE double rsqrt(double x) { return 1.0 / __nvvm_sqrt_rn_d(x); }
 __R3_DEVICE float powf(float x, float y) { return __powf(x, y); }
 __R3_DEVICE float tanhf(float x) {
   float e = __nvvm_ex2_approx_f(-2.0f * __builtin_fabsf(x) * __R3_LOG2E);
