@@ -192,16 +192,29 @@ def test_cpp_and_cuda_headers_device_code_includes(backend):
     headers = ["cstdio", "cstddef", "cfloat", "cmath", "cstdint", "cassert", "climits",
                "cstdlib", "cstring", "cuda_runtime.h", "cuda.h", "cuda_fp16.h",
                "math_constants.h", "device_launch_parameters.h", "vector_types.h",
-               "stdio.h", "math.h", "stdint.h"]
+               "stdio.h", "math.h", "stdint.h", "limits"]
     source = inline("".join(f"#include <{h}>\n" for h in headers) + """
 __global__ void k(float *x, std::int32_t *q, std::size_t n) {
   size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
   if (i >= n) return;
   x[i] = std::sqrt(x[i]) + FLT_EPSILON + CUDART_PI_F + std::fabs(x[i]);
-  q[i] = INT_MAX - abs(q[i]) + (int32_t)min(i, n);
+  q[i] = INT_MAX - abs(q[i]) + (int32_t)min(i, n) + std::numeric_limits<int8_t>::max();
+  x[i] = fmaxf(x[i], std::numeric_limits<float>::lowest());
   assert(n > 0);
   if (i == 0) printf("%d\\n", (int)n);
 }""")
+    build(backend, source, "k")
+
+
+def test_cuda_sections_of_shared_headers_are_compiled(backend):
+    source = inline("""
+#ifdef __CUDACC__
+#define HOST_DEVICE __host__ __device__
+#else
+#error __CUDACC__ should be defined, as under nvcc
+#endif
+HOST_DEVICE inline float square(float v) { return v * v; }
+__global__ void k(float *x) { x[0] = square(x[1]); }""")
     build(backend, source, "k")
 
 

@@ -26,6 +26,8 @@
 #if defined(__clang__) && defined(__CUDA__) && !defined(__CUDACC__)
 
 #define R3_CUDA_CLANG 1
+/* as under nvcc, so that `#ifdef __CUDACC__` sections of shared headers are compiled */
+#define __CUDACC__ 1
 
 #define __global__ __attribute__((global))
 #define __device__ __attribute__((device))

@@ -6,7 +6,7 @@
  */
 #ifndef R3_CUDA_FP16_H
 #define R3_CUDA_FP16_H
-#if defined(__clang__) && defined(__CUDA__) && !defined(__CUDACC__)
+#ifdef R3_CUDA_CLANG /* pytest-r3's clang build (r3_cuda.h), not nvcc */
 
 #define __R3_H static __host__ __device__ __forceinline__
 #define __R3_HD __host__ __device__ __forceinline__

@@ -5,7 +5,7 @@
  */
 #ifndef R3_VECTOR_TYPES_H
 #define R3_VECTOR_TYPES_H
-#if defined(__clang__) && defined(__CUDA__) && !defined(__CUDACC__)
+#ifdef R3_CUDA_CLANG /* pytest-r3's clang build (r3_cuda.h), not nvcc */
 
 #define __R3_VEC_DEVICE static __host__ __device__ __inline__
 
