@@ -76,7 +76,7 @@ def main() -> int:
 
     print(f"registers per kernel, {options.arch}: pytest-r3 (clang + llvmlite -O3) vs "
           f"{'nvcc -O3' if with_nvcc else 'nvcc (not installed)'}")
-    print(f"{'kernel':<28} {'file':<28} {'ours':>5} {'nvcc':>5} {'ratio':>6}  within 25%  "
+    print(f"{'kernel':<32} {'file':<28} {'ours':>5} {'nvcc':>5} {'ratio':>6}  within 25%  "
           "same occupancy")
     for row in rows:
         nvcc = row.get("nvcc")
@@ -84,7 +84,7 @@ def main() -> int:
         verdict = ("yes" if row["within_target"] else "NO") if nvcc else "-"
         occupancy = ("yes" if row["same_occupancy"] else "NO") if nvcc else "-"
         spills = "  (spills)" if row["ours_spills"] or row.get("nvcc_spills") else ""
-        print(f"{row['entry']:<28} {row['file']:<28} {row['ours']:>5} "
+        print(f"{row['entry']:<32} {row['file']:<28} {row['ours']:>5} "
               f"{nvcc if nvcc is not None else '-':>5} {ratio:>6}  {verdict:<10}  "
               f"{occupancy}{spills}")
     if with_nvcc:
