@@ -1,11 +1,14 @@
 """CUDA backend: .cu -> clang (device only) NVPTX IR -> llvmlite passes -> PTX -> pycuda.
 
 Compiling needs neither a GPU nor the CUDA toolkit: clang (from the ziglang wheel) compiles
-the device side with ``-nocudainc -nocudalib`` and the small header ``r3_cuda.h``, which
-supplies ``__global__``, ``threadIdx``, ``__syncthreads``, atomics and math on top of clang's
-NVVM builtins; llvmlite optimises the IR with the same :class:`~pytest_r3.Pipeline` as CPU
-kernels and emits PTX. Where NVIDIA's tools are installed, ``ptxas -v`` checks every PTX and
-reports registers and spills, and libdevice supplies accurate math (see ``cuda_tools``).
+the device side with ``-nocudainc -nocudalib`` and pytest-r3's own headers: ``r3_cuda.h``
+in front of every kernel supplies ``__global__``, ``threadIdx``, vector types, warp
+functions, atomics, intrinsics and math on top of clang's NVVM builtins, and
+``include/cuda_device/`` answers the includes device code makes (``cuda_fp16.h``,
+``<cstdio>``...); what they lack is reported in one line (``cuda_support``). llvmlite
+optimises the IR with the same :class:`~pytest_r3.Pipeline` as CPU kernels and emits PTX.
+Where NVIDIA's tools are installed, ``ptxas -v`` checks every PTX and reports registers
+and spills, and libdevice supplies accurate math (see ``cuda_tools``).
 Running needs a GPU and pycuda (``pip install "pytest-r3[cuda]"``), imported on first launch.
 
 The GPU architecture is ``$PYTEST_R3_CUDA_ARCH`` (``sm_90``...), else the GPU's own when
@@ -28,8 +31,9 @@ from ..model.pipeline import Pipeline
 from ..model.signature import Signature, read_signature
 from ..model.source import KernelSource
 from . import clang as toolchain
-from . import cuda_tools
+from . import cuda_support, cuda_tools
 from .base import Backend, Launcher
+from .candidate_text import display_name
 from .hookspecs import hookimpl
 
 ARCH_ENV = "PYTEST_R3_CUDA_ARCH"
@@ -78,6 +82,9 @@ class CUDABackend(Backend):
 
     def __init__(self, arch: str | None = None) -> None:
         self._arch = check_arch(arch) if arch else None
+        # template instances declared as entries, per source file: compile() instantiates
+        # them in the compiled text, whether or not the file itself does
+        self._instances: dict[str, set[str]] = {}
 
     # -- target ---------------------------------------------------------------------------
     @property
@@ -96,11 +103,14 @@ class CUDABackend(Backend):
         return f"cuda-{arch}" + (f"-{slug}" if slug else "")
 
     def clang_flags(self, libdevice: bool) -> tuple[str, ...]:
+        """Device-only CUDA without CUDA's headers: r3_cuda.h in front of every kernel, and
+        the forwarding headers (<cstdio>, cuda_fp16.h...) ahead of the C library's."""
         return (
             "--cuda-device-only", "-nocudainc", "-nocudalib", f"--cuda-gpu-arch={self.arch}",
             f"--cuda-feature=+ptx{ptx_version(self.arch)}", "-Wno-unknown-cuda-version",
             "-fdeclspec", "-I", str(cuda_tools.HEADER.parent),
-            "-include", str(cuda_tools.HEADER), *(["-DR3_LIBDEVICE=1"] if libdevice else []),
+            "-I", str(cuda_tools.DEVICE_HEADERS), "-include", str(cuda_tools.HEADER),
+            *(["-DR3_LIBDEVICE=1"] if libdevice else []),
         )
 
     @functools.cached_property
@@ -119,12 +129,17 @@ class CUDABackend(Backend):
                 debug_info: bool = False) -> str:
         # clang keeps only line tables for optimised NVPTX code; ask cc1 for variables too
         debug = ("-Xclang", "-debug-info-kind=constructor") if debug_info else ()
-        return toolchain.compile_to_ir(
-            source.text, filename=source.filename, macros=macros,
-            target_flags=self.clang_flags(cuda_tools.find_libdevice() is not None),
-            language=self.language, include_dirs=source.include_dirs,
-            extra_flags=(*debug, *source.extra_flags), debug_info=debug_info,
-            untrusted=source.untrusted)
+        instances = sorted(self._instances.get(source.filename, ()))
+        text = source.text + cuda_tools.instantiation_text(*instances)
+        try:
+            return toolchain.compile_to_ir(
+                text, filename=source.filename, macros=macros,
+                target_flags=self.clang_flags(cuda_tools.find_libdevice() is not None),
+                language=self.language, include_dirs=source.include_dirs,
+                extra_flags=(*debug, *source.extra_flags), debug_info=debug_info,
+                untrusted=source.untrusted)
+        except CompileError as exc:
+            raise cuda_support.explain(exc, _shown_name(source)) from None
 
     def parse(self, ir: str, where: str):
         _initialize_nvptx()
@@ -133,6 +148,11 @@ class CUDABackend(Backend):
     def inspect(self, source: KernelSource, entry: str, macros: Mapping[str, object],
                 kernel_name: str = "") -> Signature:
         where = f"kernel {kernel_name or entry!r} ({source.filename})"
+        try:
+            if cuda_tools.parse_entry(entry).arguments is not None:
+                self._instances.setdefault(source.filename, set()).add(entry)
+        except DeclarationError as exc:
+            raise DeclarationError(f"{where}: {exc}") from None
         debug_ir = self.compile(source, macros, debug_info=True)
         symbol = cuda_tools.match_symbol(_KERNEL_DEFINE.findall(debug_ir), entry, where)
         module = self.parse(debug_ir, where)
@@ -202,7 +222,8 @@ class CUDABackend(Backend):
     def vendor_launcher(self, kernel, variant=None) -> Launcher:
         """``kernel``'s variant (baseline by default) built by nvcc instead of clang/LLVM."""
         variant = variant or kernel.baseline
-        ptx = cuda_tools.nvcc_ptx(kernel.source_for(variant), variant.macro_dict, self.arch)
+        ptx = cuda_tools.nvcc_ptx(kernel.source_for(variant), variant.macro_dict, self.arch,
+                                  entry=kernel.entry)
         symbol = cuda_tools.match_symbol(cuda_tools.ptx_entries(ptx), kernel.entry,
                                          kernel.where)
         return self.load_ptx(ptx, symbol, kernel.signature, kernel.launch,
@@ -220,6 +241,16 @@ class CUDABackend(Backend):
         from . import cuda_runtime
 
         return cuda_runtime.runtime().to_host(value)
+
+
+def parse_entry(entry: str) -> cuda_tools.EntryName:
+    """A CUDA kernel's entry= (a name, or a template instance such as
+    ``"scale_tiles<16, float>"``), checked; DeclarationError says what is wrong."""
+    return cuda_tools.parse_entry(entry)
+
+
+def _shown_name(source: KernelSource) -> str:
+    return display_name(source.filename) if source.untrusted else source.filename
 
 
 def _on_device(value: object) -> bool:

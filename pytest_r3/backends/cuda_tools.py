@@ -21,14 +21,18 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CompileError, EntryNotFoundError, ToolchainError
+from ..errors import CompileError, DeclarationError, EntryNotFoundError, ToolchainError
 from ..model.source import KernelSource
 from .clang import macro_flags
 
 LIBDEVICE_ENV = "PYTEST_R3_LIBDEVICE"
 HEADER = Path(__file__).resolve().parent.parent / "include" / "r3_cuda.h"
+# CUDA's and C++'s headers for device code (cuda_fp16.h, <cstdio>...): on clang's include
+# path only, since nvcc brings its own
+DEVICE_HEADERS = HEADER.parent / "cuda_device"
 
 
 def _cuda_roots() -> list[Path]:
@@ -72,34 +76,202 @@ def find_libdevice() -> Path | None:
 
 
 # -- kernel symbols -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class EntryName:
+    """A declared CUDA entry: a function name, possibly qualified (``ns::saxpy``), and for a
+    template instance its arguments as written (``scale_tiles<16, float>``)."""
+
+    name: str
+    arguments: str | None = None
+
+    @property
+    def text(self) -> str:
+        return self.name if self.arguments is None else f"{self.name}<{self.arguments}>"
+
+
+_ENTRY = re.compile(r"((?:::)?[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*) *(?:<(.*)>)?")
+# what template arguments may contain: names, numbers, types, nested <...> and (...)
+_ARGUMENT_TEXT = re.compile(r"[\w ,:<>*&().+\-']*")
+
+
+def parse_entry(entry: str) -> EntryName:
+    """``"scale_tiles<16, float>"`` -> EntryName("scale_tiles", "16, float").
+
+    Raises DeclarationError naming the problem when ``entry`` is neither a function name nor
+    the C++ name of a template instance."""
+    match = _ENTRY.fullmatch(entry) if isinstance(entry, str) else None
+    arguments = match.group(2) if match else None
+    if match is None or (arguments is not None and not (
+            arguments.strip() and _ARGUMENT_TEXT.fullmatch(arguments)
+            and _balanced(arguments))):
+        raise DeclarationError(
+            f"entry {entry!r} is not a kernel name: give the function's name (entry='saxpy') "
+            "or, for a template kernel, the C++ name of one instance "
+            "(entry='scale_tiles<16, float>')")
+    return EntryName(match.group(1).removeprefix("::"),
+                     None if arguments is None else arguments.strip())
+
+
+def is_entry_name(entry: object) -> bool:
+    """Whether ``entry`` is a valid CUDA entry (see :func:`parse_entry`)."""
+    try:
+        parse_entry(entry)  # type: ignore[arg-type]
+    except DeclarationError:
+        return False
+    return True
+
+
+def default_name(entry: str) -> str:
+    """A kernel name for ``entry`` that is safe as a file name everywhere (recordings are
+    kept per kernel name): ``scale_tiles<16, float>`` -> ``scale_tiles_16_float``,
+    ``ns::saxpy`` -> ``ns_saxpy``."""
+    return re.sub(r"\W+", "_", entry).strip("_") or entry
+
+
+def _balanced(text: str) -> bool:
+    depth = {"<": 0, "(": 0}
+    closing = {">": "<", ")": "("}
+    for char in text:
+        if char in depth:
+            depth[char] += 1
+        elif char in closing:
+            depth[closing[char]] -= 1
+            if depth[closing[char]] < 0:
+                return False
+    return not any(depth.values())
+
+
+INSTANCE_FILE = "<pytest-r3: instance of the declared entry>"
+
+
+def instantiation_text(*entries: str) -> str:
+    """Code appended to the compiled text (never to the file) so that the template instances
+    named as entries exist even when the file itself never instantiates them: host functions
+    that take each kernel's address, which makes clang emit that instance."""
+    lines = []
+    for index, entry in enumerate(entries):
+        parsed = parse_entry(entry)
+        if parsed.arguments is not None:
+            lines.append(f"[[maybe_unused]] static void __r3_instantiate_{index}() "
+                         f"{{ (void)&{parsed.text}; }}\n")
+    return f'\n#line 1 "{INSTANCE_FILE}"\n' + "".join(lines) if lines else ""
+
+
 def match_symbol(symbols: Iterable[str], entry: str, where: str) -> str:
-    """The symbol of kernel ``entry``: the name itself (``extern "C"``) or its C++ mangling."""
+    """The symbol of kernel ``entry``: the name itself (``extern "C"``, or a mangled name
+    given as entry), else the C++ kernel whose demangled name is ``entry``; without
+    template arguments, ``entry`` may name the one instance of a template kernel."""
     symbols = list(dict.fromkeys(symbols))
     if entry in symbols:
         return entry
-    mangled = re.compile(rf"_Z{len(entry)}{re.escape(entry)}[A-Za-z]")
-    found = [s for s in symbols if mangled.match(s)]
+    try:
+        wanted = parse_entry(entry)
+    except DeclarationError:
+        wanted = None
+    names = {s: kernel_name(s) for s in symbols}
+    found = []
+    if wanted is not None:
+        key = _comparable(wanted.text)
+        found = [s for s in symbols if _comparable(names[s]) == key]
+        if not found and wanted.arguments is None:  # "scale_tiles" for scale_tiles<16, float>
+            found = [s for s in symbols if _comparable(_without_arguments(names[s])) == key]
     if len(found) == 1:
         return found[0]
     if found:
         raise EntryNotFoundError(
-            f"{where}: entry {entry!r} matches several kernels ({', '.join(found)}: overloads "
-            "or template instances); declare the one to launch extern \"C\" or give its "
-            "mangled name as entry=")
-    names = [demangled_name(s) for s in symbols]
+            f"{where}: entry {entry!r} matches several kernels "
+            f"({', '.join(names[s] for s in found)}: overloads or template instances); "
+            f"name one instance (entry={names[found[0]]!r}), or declare the kernel "
+            "extern \"C\" or give its mangled name as entry=")
+    hint = ""
+    if wanted is not None and wanted.arguments is not None and _demangler() is None:
+        hint = (" Template instances are found by their demangled names, which needs the "
+                "C++ runtime library (libstdc++ or libc++abi); give the mangled name instead.")
     raise EntryNotFoundError(
         f"{where}: no __global__ function {entry!r} in the source (its kernels: "
-        f"{', '.join(names) or 'none'}). Check entry= and that the function is __global__ "
-        "and not static.")
+        f"{', '.join(names.values()) or 'none'}). Check entry= and that the function is "
+        f"__global__ and not static.{hint}")
 
 
-def demangled_name(symbol: str) -> str:
-    """``_Z4vaddPKfS0_Pfi`` -> ``vadd`` (free functions only), else the symbol itself."""
-    match = re.match(r"_Z(\d+)", symbol)
-    if match:
-        length = int(match.group(1))
-        return symbol[match.end():match.end() + length]
-    return symbol
+def kernel_name(symbol: str) -> str:
+    """A kernel symbol's C++ name without its parameters: ``_Z4vaddPKfS0_Pfi`` -> ``vadd``,
+    ``_Z11scale_tilesILi16EfEvPT0_i`` -> ``scale_tiles<16, float>``; an extern "C" name,
+    or a symbol that cannot be demangled, as it is."""
+    if not symbol.startswith("_Z"):
+        return symbol
+    text = demangle(symbol)
+    if text is None:
+        match = re.match(r"_Z(\d+)", symbol)  # free functions, without a demangler
+        if match is None:
+            return symbol
+        return symbol[match.end():match.end() + int(match.group(1))]
+    depth = 0
+    for index, char in enumerate(text):
+        if char in "<":
+            depth += 1
+        elif char in ">":
+            depth -= 1
+        elif char == "(" and depth == 0:
+            text = text[:index]
+            break
+    if text.endswith(">") and text.startswith("void "):  # templates name their return type
+        text = text[len("void "):]
+    return text.strip()
+
+
+def _without_arguments(name: str) -> str:
+    return name.split("<", 1)[0]
+
+
+def _comparable(name: str) -> str:
+    """A C++ name in one spelling: no spaces, no integer suffixes (``16u``), ``unsigned``
+    as ``unsigned int``, so the user's spelling meets the demangler's."""
+    name = re.sub(r"\bunsigned\b(?!\s*(?:int|char|short|long)\b)", "unsigned int", name)
+    name = re.sub(r"\b(\d+)(?:ull|ul|ll|u|l)\b", r"\1", name, flags=re.IGNORECASE)
+    return re.sub(r"\s+", "", name)
+
+
+@functools.lru_cache(maxsize=1)
+def _demangler():
+    """``__cxa_demangle`` from the C++ runtime library, or None where there is none."""
+    import ctypes
+    import ctypes.util
+
+    for library in ("stdc++", "c++abi", "c++"):
+        path = ctypes.util.find_library(library)
+        if not path:
+            continue
+        try:
+            function = ctypes.CDLL(path).__cxa_demangle
+        except (OSError, AttributeError):
+            continue
+        function.restype = ctypes.c_void_p
+        function.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p,
+                             ctypes.POINTER(ctypes.c_int)]
+        free = ctypes.CDLL(None).free
+        free.argtypes = [ctypes.c_void_p]
+        return function, free
+    return None
+
+
+@functools.lru_cache(maxsize=1024)
+def demangle(symbol: str) -> str | None:
+    """The C++ declaration a mangled symbol stands for, or None (not mangled, or no
+    demangler on this system)."""
+    import ctypes
+
+    demangler = _demangler()
+    if demangler is None:
+        return None
+    function, free = demangler
+    status = ctypes.c_int()
+    pointer = function(symbol.encode(), None, None, ctypes.byref(status))
+    if status.value != 0 or not pointer:
+        return None
+    try:
+        return ctypes.string_at(pointer).decode(errors="replace")
+    finally:
+        free(pointer)
 
 
 def ptx_entries(ptx: str) -> list[str]:
@@ -164,9 +336,10 @@ def ptxas_info(ptx: str, arch: str) -> dict[str, dict[str, int]] | None:
 
 # -- the vendor baseline --------------------------------------------------------------------
 def nvcc_ptx(source: KernelSource, macros: Mapping[str, object], arch: str,
-             extra_flags: Iterable[str] = ()) -> str:
+             extra_flags: Iterable[str] = (), entry: str | None = None) -> str:
     """PTX of ``source`` built by ``nvcc -O3 -ptx`` (with CUDA's own headers; r3_cuda.h is
-    then empty). Raises ToolchainError without nvcc, CompileError when nvcc fails."""
+    then empty); a template instance named as ``entry`` is instantiated as for clang.
+    Raises ToolchainError without nvcc, CompileError when nvcc fails."""
     nvcc = find_tool("nvcc")
     if nvcc is None:
         raise ToolchainError("nvcc is not installed (not on PATH nor under $CUDA_HOME/bin); "
@@ -174,7 +347,8 @@ def nvcc_ptx(source: KernelSource, macros: Mapping[str, object], arch: str,
     name = hashlib.sha256(source.text.encode()).hexdigest()[:12]
     with tempfile.TemporaryDirectory(prefix="r3-nvcc-") as folder:
         path = Path(folder) / f"{name}.cu"
-        path.write_text(f'#line 1 "{source.filename}"\n{source.text}')
+        instance = instantiation_text(entry) if entry else ""  # the same as for clang
+        path.write_text(f'#line 1 "{source.filename}"\n{source.text}{instance}')
         output = Path(folder) / f"{name}.ptx"
         command = [nvcc, "-O3", "-ptx", f"-arch={arch}", "-I", str(HEADER.parent),
                    "-include", str(HEADER), *(f"-I{d}" for d in source.include_dirs),

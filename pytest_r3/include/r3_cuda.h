@@ -2,10 +2,14 @@
  *
  * pytest-r3 builds .cu files with `clang -x cuda --cuda-device-only -nocudainc -nocudalib`,
  * which needs neither a GPU nor the CUDA toolkit but also brings none of CUDA's headers.
- * This header supplies what kernels commonly use, on top of clang's NVPTX builtins:
- * the qualifiers (__global__, __device__, __shared__, __constant__), threadIdx, blockIdx,
- * blockDim, gridDim, warpSize, __syncthreads and friends, warp shuffles, atomics and the
- * usual math functions. pytest-r3 includes it in front of every CUDA kernel (-include).
+ * This header supplies, on top of clang's NVPTX builtins, what nvcc gives device code with
+ * no include: the qualifiers, threadIdx and friends, vector types (cuda_device/
+ * vector_types.h), synchronisation, warp functions, atomics, __ldg, the bit, conversion and
+ * rounding-mode intrinsics, fast-math intrinsics, math functions, printf. Each maps to the
+ * NVVM builtin that gives the instruction nvcc emits (rsqrtf -> rsqrt.approx, __ldg ->
+ * ld.global.nc, __expf -> ex2.approx), never to inline assembly, which tuning candidates may
+ * not contain. pytest-r3 includes it in front of every CUDA kernel (-include); the headers
+ * kernels include themselves (cuda_fp16.h, <cstdio>...) are in cuda_device/.
  *
  * Under nvcc, or clang with CUDA's own headers, this file is empty: the same source then
  * builds against the real CUDA runtime headers (the vendor baseline does that).
@@ -13,29 +17,37 @@
  * Math: with CUDA's libdevice available (R3_LIBDEVICE defined by pytest-r3), math functions
  * call libdevice's __nv_* implementations, the ones nvcc uses. Without it, sqrt, fma,
  * fabs, fmin/fmax, floor/ceil/trunc/round and division are exact (IEEE) as usual, while
- * exp, log, sin, cos, pow and tanh use the hardware approximations (as nvcc does with
- * -use_fast_math), and their double versions are unavailable.
+ * the float exp, log, sin, cos, tan, pow and tanh use the hardware approximations (as nvcc
+ * does with -use_fast_math), and the other functions are unavailable (a compile error
+ * saying libdevice is needed).
  */
 #ifndef R3_CUDA_H
 #define R3_CUDA_H
 #if defined(__clang__) && defined(__CUDA__) && !defined(__CUDACC__)
 
 #define R3_CUDA_CLANG 1
+/* as under nvcc, so that `#ifdef __CUDACC__` sections of shared headers are compiled */
+#define __CUDACC__ 1
 
 #define __global__ __attribute__((global))
 #define __device__ __attribute__((device))
 #define __host__ __attribute__((host))
 #define __shared__ __attribute__((shared))
 #define __constant__ __attribute__((constant))
-#define __managed__ __attribute__((managed))
+#define __managed__ __attribute__((device, managed))
 #define __forceinline__ __inline__ __attribute__((always_inline))
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
 #define __restrict__ __restrict
+#define __align__(n) __attribute__((aligned(n)))
+#define __grid_constant__ __attribute__((grid_constant))
+
+#include "cuda_device/vector_types.h"
 
 #define __R3_DEVICE static __device__ __forceinline__
 
-/* threadIdx.x and friends: properties whose getters read the PTX special registers */
+/* threadIdx.x and friends: properties whose getters read the PTX special registers; each
+ * converts to uint3 and dim3 (`dim3 t = threadIdx;`) */
 #define __R3_SREG(type, name, reg)                                                         \
   struct type {                                                                            \
     __declspec(property(get = __get_x)) unsigned int x;                                    \
@@ -47,6 +59,10 @@
       return __nvvm_read_ptx_sreg_##reg##_y(); }                                           \
     static __device__ __forceinline__ unsigned int __get_z() {                             \
       return __nvvm_read_ptx_sreg_##reg##_z(); }                                           \
+    __device__ __forceinline__ operator uint3() const {                                    \
+      return uint3{__get_x(), __get_y(), __get_z()}; }                                     \
+    __device__ __forceinline__ operator dim3() const {                                     \
+      return dim3(__get_x(), __get_y(), __get_z()); }                                      \
   };
 __R3_SREG(__r3_threadIdx_t, threadIdx, tid)
 __R3_SREG(__r3_blockIdx_t, blockIdx, ctaid)
@@ -60,12 +76,10 @@ __R3_SREG(__r3_gridDim_t, gridDim, nctaid)
 #define gridDim (__r3_gridDim_t{})
 #define warpSize 32
 
-/* vector types, enough for dim3-style code */
-struct dim3 {
-  unsigned int x, y, z;
-  __host__ __device__ constexpr dim3(unsigned int vx = 1, unsigned int vy = 1,
-                                     unsigned int vz = 1) : x(vx), y(vy), z(vz) {}
-};
+typedef __SIZE_TYPE__ __r3_size_t;
+/* size_t and ptrdiff_t come with no include, as under nvcc */
+typedef __SIZE_TYPE__ size_t;
+typedef __PTRDIFF_TYPE__ ptrdiff_t;
 
 /* synchronisation (__syncthreads itself is a clang builtin in CUDA mode) */
 __R3_DEVICE int __syncthreads_count(int p) { return __nvvm_bar0_popc(p); }
@@ -76,7 +90,7 @@ __R3_DEVICE void __threadfence_block() { __nvvm_membar_cta(); }
 __R3_DEVICE void __threadfence() { __nvvm_membar_gl(); }
 __R3_DEVICE void __threadfence_system() { __nvvm_membar_sys(); }
 
-/* warp shuffles and votes */
+/* warp shuffles, votes, matches and reductions */
 #define __R3_SHFL(name, kind, clamp)                                                       \
   __R3_DEVICE int name(unsigned int mask, int v, int lane, int width = 32) {               \
     return __nvvm_shfl_sync_##kind##_i32(mask, v, lane, clamp); }                          \
@@ -85,11 +99,21 @@ __R3_DEVICE void __threadfence_system() { __nvvm_membar_sys(); }
     return (unsigned int)__nvvm_shfl_sync_##kind##_i32(mask, (int)v, lane, clamp); }       \
   __R3_DEVICE float name(unsigned int mask, float v, int lane, int width = 32) {           \
     return __nvvm_shfl_sync_##kind##_f32(mask, v, lane, clamp); }                          \
+  __R3_DEVICE long long name(unsigned int mask, long long v, int lane, int width = 32) {   \
+    int lo = __nvvm_shfl_sync_##kind##_i32(mask, (int)v, lane, clamp);                     \
+    int hi = __nvvm_shfl_sync_##kind##_i32(mask, (int)(v >> 32), lane, clamp);             \
+    return ((long long)hi << 32) | (unsigned int)lo; }                                     \
+  __R3_DEVICE unsigned long long name(unsigned int mask, unsigned long long v, int lane,   \
+                                      int width = 32) {                                    \
+    return (unsigned long long)name(mask, (long long)v, lane, width); }                    \
+  __R3_DEVICE long name(unsigned int mask, long v, int lane, int width = 32) {             \
+    return (long)name(mask, (long long)v, lane, width); }                                  \
+  __R3_DEVICE unsigned long name(unsigned int mask, unsigned long v, int lane,             \
+                                 int width = 32) {                                         \
+    return (unsigned long)name(mask, (long long)v, lane, width); }                         \
   __R3_DEVICE double name(unsigned int mask, double v, int lane, int width = 32) {         \
-    long long bits = __builtin_bit_cast(long long, v);                                     \
-    int lo = __nvvm_shfl_sync_##kind##_i32(mask, (int)bits, lane, clamp);                  \
-    int hi = __nvvm_shfl_sync_##kind##_i32(mask, (int)(bits >> 32), lane, clamp);          \
-    return __builtin_bit_cast(double, ((long long)hi << 32) | (unsigned int)lo); }
+    return __builtin_bit_cast(double,                                                      \
+                              name(mask, __builtin_bit_cast(long long, v), lane, width)); }
 __R3_SHFL(__shfl_sync, idx, ((32 - width) << 8) | 0x1f)
 __R3_SHFL(__shfl_up_sync, up, (32 - width) << 8)
 __R3_SHFL(__shfl_down_sync, down, ((32 - width) << 8) | 0x1f)
@@ -97,10 +121,41 @@ __R3_SHFL(__shfl_xor_sync, bfly, ((32 - width) << 8) | 0x1f)
 #undef __R3_SHFL
 __R3_DEVICE int __all_sync(unsigned int mask, int p) { return __nvvm_vote_all_sync(mask, p); }
 __R3_DEVICE int __any_sync(unsigned int mask, int p) { return __nvvm_vote_any_sync(mask, p); }
+__R3_DEVICE int __uni_sync(unsigned int mask, int p) { return __nvvm_vote_uni_sync(mask, p); }
 __R3_DEVICE unsigned int __ballot_sync(unsigned int mask, int p) {
   return __nvvm_vote_ballot_sync(mask, p); }
+__R3_DEVICE unsigned int __activemask() { return __nvvm_activemask(); }
+__R3_DEVICE unsigned int __match_any_sync(unsigned int mask, int v) {
+  return __nvvm_match_any_sync_i32(mask, v); }
+__R3_DEVICE unsigned int __match_any_sync(unsigned int mask, unsigned int v) {
+  return __nvvm_match_any_sync_i32(mask, (int)v); }
+__R3_DEVICE unsigned int __match_any_sync(unsigned int mask, long long v) {
+  return __nvvm_match_any_sync_i64(mask, v); }
+__R3_DEVICE unsigned int __match_any_sync(unsigned int mask, unsigned long long v) {
+  return __nvvm_match_any_sync_i64(mask, (long long)v); }
+#if __CUDA_ARCH__ >= 800
+__R3_DEVICE int __reduce_add_sync(unsigned int mask, int v) {
+  return __nvvm_redux_sync_add(v, mask); }
+__R3_DEVICE unsigned int __reduce_add_sync(unsigned int mask, unsigned int v) {
+  return (unsigned int)__nvvm_redux_sync_add((int)v, mask); }
+__R3_DEVICE int __reduce_min_sync(unsigned int mask, int v) {
+  return __nvvm_redux_sync_min(v, mask); }
+__R3_DEVICE unsigned int __reduce_min_sync(unsigned int mask, unsigned int v) {
+  return __nvvm_redux_sync_umin(v, mask); }
+__R3_DEVICE int __reduce_max_sync(unsigned int mask, int v) {
+  return __nvvm_redux_sync_max(v, mask); }
+__R3_DEVICE unsigned int __reduce_max_sync(unsigned int mask, unsigned int v) {
+  return __nvvm_redux_sync_umax(v, mask); }
+__R3_DEVICE unsigned int __reduce_and_sync(unsigned int mask, unsigned int v) {
+  return (unsigned int)__nvvm_redux_sync_and((int)v, mask); }
+__R3_DEVICE unsigned int __reduce_or_sync(unsigned int mask, unsigned int v) {
+  return (unsigned int)__nvvm_redux_sync_or((int)v, mask); }
+__R3_DEVICE unsigned int __reduce_xor_sync(unsigned int mask, unsigned int v) {
+  return (unsigned int)__nvvm_redux_sync_xor((int)v, mask); }
+#endif
 
-/* atomics: relaxed, device scope, as CUDA's atomicXxx */
+/* atomics: relaxed, as CUDA's atomicXxx; the _block and _system forms narrow or widen the
+ * scope to the block or the whole system */
 #define __R3_ATOMIC(name, op, type)                                                        \
   __R3_DEVICE type name(type *address, type value) {                                       \
     return op(address, value, __ATOMIC_RELAXED); }
@@ -131,14 +186,294 @@ __R3_ATOMIC(atomicAdd, __atomic_fetch_add, double)
 __R3_DEVICE float atomicExch(float *address, float value) {
   return __builtin_bit_cast(float, __atomic_exchange_n((int *)address,
                             __builtin_bit_cast(int, value), __ATOMIC_RELAXED)); }
+__R3_DEVICE unsigned short atomicCAS(unsigned short *address, unsigned short compare,
+                                     unsigned short value) {
+  __atomic_compare_exchange_n(address, &compare, value, false, __ATOMIC_RELAXED,
+                              __ATOMIC_RELAXED);
+  return compare; }
+/* ((old >= limit) ? 0 : old + 1) and ((old == 0 || old > limit) ? limit : old - 1) */
+__R3_DEVICE unsigned int atomicInc(unsigned int *address, unsigned int limit) {
+  return __nvvm_atom_inc_gen_ui(address, limit); }
+__R3_DEVICE unsigned int atomicDec(unsigned int *address, unsigned int limit) {
+  return __nvvm_atom_dec_gen_ui(address, limit); }
+#define __R3_SCOPED(suffix, scope)                                                         \
+  __R3_DEVICE int atomicAdd##suffix(int *a, int v) {                                       \
+    return __nvvm_atom##scope##_add_gen_i(a, v); }                                         \
+  __R3_DEVICE unsigned int atomicAdd##suffix(unsigned int *a, unsigned int v) {            \
+    return (unsigned int)__nvvm_atom##scope##_add_gen_i((int *)a, (int)v); }               \
+  __R3_DEVICE unsigned long long atomicAdd##suffix(unsigned long long *a,                  \
+                                                   unsigned long long v) {                 \
+    return (unsigned long long)__nvvm_atom##scope##_add_gen_ll((long long *)a,             \
+                                                                (long long)v); }           \
+  __R3_DEVICE float atomicAdd##suffix(float *a, float v) {                                 \
+    return __nvvm_atom##scope##_add_gen_f(a, v); }                                         \
+  __R3_DEVICE double atomicAdd##suffix(double *a, double v) {                              \
+    return __nvvm_atom##scope##_add_gen_d(a, v); }                                         \
+  __R3_DEVICE int atomicSub##suffix(int *a, int v) {                                       \
+    return __nvvm_atom##scope##_add_gen_i(a, -v); }                                        \
+  __R3_DEVICE unsigned int atomicSub##suffix(unsigned int *a, unsigned int v) {            \
+    return (unsigned int)__nvvm_atom##scope##_add_gen_i((int *)a, -(int)v); }              \
+  __R3_DEVICE int atomicExch##suffix(int *a, int v) {                                      \
+    return __nvvm_atom##scope##_xchg_gen_i(a, v); }                                        \
+  __R3_DEVICE unsigned int atomicExch##suffix(unsigned int *a, unsigned int v) {           \
+    return (unsigned int)__nvvm_atom##scope##_xchg_gen_i((int *)a, (int)v); }              \
+  __R3_DEVICE int atomicMax##suffix(int *a, int v) {                                       \
+    return __nvvm_atom##scope##_max_gen_i(a, v); }                                         \
+  __R3_DEVICE unsigned int atomicMax##suffix(unsigned int *a, unsigned int v) {            \
+    return __nvvm_atom##scope##_max_gen_ui(a, v); }                                        \
+  __R3_DEVICE int atomicMin##suffix(int *a, int v) {                                       \
+    return __nvvm_atom##scope##_min_gen_i(a, v); }                                         \
+  __R3_DEVICE unsigned int atomicMin##suffix(unsigned int *a, unsigned int v) {            \
+    return __nvvm_atom##scope##_min_gen_ui(a, v); }                                        \
+  __R3_DEVICE unsigned int atomicInc##suffix(unsigned int *a, unsigned int v) {            \
+    return __nvvm_atom##scope##_inc_gen_ui(a, v); }                                        \
+  __R3_DEVICE unsigned int atomicDec##suffix(unsigned int *a, unsigned int v) {            \
+    return __nvvm_atom##scope##_dec_gen_ui(a, v); }                                        \
+  __R3_DEVICE int atomicCAS##suffix(int *a, int c, int v) {                                \
+    return __nvvm_atom##scope##_cas_gen_i(a, c, v); }                                      \
+  __R3_DEVICE unsigned int atomicCAS##suffix(unsigned int *a, unsigned int c,              \
+                                             unsigned int v) {                             \
+    return (unsigned int)__nvvm_atom##scope##_cas_gen_i((int *)a, (int)c, (int)v); }       \
+  __R3_DEVICE unsigned long long atomicCAS##suffix(unsigned long long *a,                  \
+                                                   unsigned long long c,                   \
+                                                   unsigned long long v) {                 \
+    return (unsigned long long)__nvvm_atom##scope##_cas_gen_ll(                            \
+        (long long *)a, (long long)c, (long long)v); }                                     \
+  __R3_DEVICE int atomicAnd##suffix(int *a, int v) {                                       \
+    return __nvvm_atom##scope##_and_gen_i(a, v); }                                         \
+  __R3_DEVICE unsigned int atomicAnd##suffix(unsigned int *a, unsigned int v) {            \
+    return (unsigned int)__nvvm_atom##scope##_and_gen_i((int *)a, (int)v); }               \
+  __R3_DEVICE int atomicOr##suffix(int *a, int v) {                                        \
+    return __nvvm_atom##scope##_or_gen_i(a, v); }                                          \
+  __R3_DEVICE unsigned int atomicOr##suffix(unsigned int *a, unsigned int v) {             \
+    return (unsigned int)__nvvm_atom##scope##_or_gen_i((int *)a, (int)v); }                \
+  __R3_DEVICE int atomicXor##suffix(int *a, int v) {                                       \
+    return __nvvm_atom##scope##_xor_gen_i(a, v); }                                         \
+  __R3_DEVICE unsigned int atomicXor##suffix(unsigned int *a, unsigned int v) {            \
+    return (unsigned int)__nvvm_atom##scope##_xor_gen_i((int *)a, (int)v); }
+__R3_SCOPED(_block, _cta)
+__R3_SCOPED(_system, _sys)
+#undef __R3_SCOPED
 #undef __R3_ATOMIC
 #undef __R3_ATOMICS
 #undef __R3_BIT_ATOMICS
 
-/* read-only cache load */
+/* loads through the read-only data cache (ld.global.nc), as nvcc's __ldg, with or without
+ * __restrict__; other types fall back to a plain load */
 template <typename T> __R3_DEVICE T __ldg(const T *p) { return *p; }
+#define __R3_LDG(type, builtin)                                                            \
+  __R3_DEVICE type __ldg(const type *p) { return builtin(p); }
+__R3_LDG(char, __nvvm_ldg_c) __R3_LDG(signed char, __nvvm_ldg_sc)
+__R3_LDG(unsigned char, __nvvm_ldg_uc) __R3_LDG(short, __nvvm_ldg_s)
+__R3_LDG(unsigned short, __nvvm_ldg_us) __R3_LDG(int, __nvvm_ldg_i)
+__R3_LDG(unsigned int, __nvvm_ldg_ui) __R3_LDG(long, __nvvm_ldg_l)
+__R3_LDG(unsigned long, __nvvm_ldg_ul) __R3_LDG(long long, __nvvm_ldg_ll)
+__R3_LDG(unsigned long long, __nvvm_ldg_ull) __R3_LDG(float, __nvvm_ldg_f)
+__R3_LDG(double, __nvvm_ldg_d)
+#undef __R3_LDG
+/* vectors: one read-only load per lane, the first carrying the vector's alignment, which
+ * LLVM merges into one ld.global.nc.v2/v4 (a vector load would be split, and lose its
+ * read-only marking, when the value goes through memory) */
+#define __R3_LDG_VEC(vector, element, builtin, align, ...)                                 \
+  __R3_DEVICE vector __ldg(const vector *p) {                                              \
+    typedef element __first __attribute__((aligned(align)));                              \
+    vector v;                                                                              \
+    v.x = builtin((const __first *)&p->x);                                                 \
+    __VA_ARGS__                                                                            \
+    return v; }
+#define __R3_LDG_VECS(name, element, builtin, a2, a4)                                      \
+  __R3_LDG_VEC(name##2, element, builtin, a2, v.y = builtin(&p->y);)                       \
+  __R3_LDG_VEC(name##4, element, builtin, a4, v.y = builtin(&p->y);                        \
+               v.z = builtin(&p->z); v.w = builtin(&p->w);)
+__R3_LDG_VECS(char, signed char, __nvvm_ldg_sc, 2, 4)
+__R3_LDG_VECS(uchar, unsigned char, __nvvm_ldg_uc, 2, 4)
+__R3_LDG_VECS(short, short, __nvvm_ldg_s, 4, 8)
+__R3_LDG_VECS(ushort, unsigned short, __nvvm_ldg_us, 4, 8)
+__R3_LDG_VECS(int, int, __nvvm_ldg_i, 8, 16)
+__R3_LDG_VECS(uint, unsigned int, __nvvm_ldg_ui, 8, 16)
+__R3_LDG_VECS(longlong, long long, __nvvm_ldg_ll, 16, 16)
+__R3_LDG_VECS(ulonglong, unsigned long long, __nvvm_ldg_ull, 16, 16)
+__R3_LDG_VECS(float, float, __nvvm_ldg_f, 8, 16)
+__R3_LDG_VECS(double, double, __nvvm_ldg_d, 16, 16)
+#undef __R3_LDG_VECS
+#undef __R3_LDG_VEC
+/* cache-hinted loads and stores: the hint is dropped, the access is a plain one */
+template <typename T> __R3_DEVICE T __ldcg(const T *p) { return *p; }
+template <typename T> __R3_DEVICE T __ldca(const T *p) { return *p; }
+template <typename T> __R3_DEVICE T __ldcs(const T *p) { return *p; }
+template <typename T> __R3_DEVICE T __ldlu(const T *p) { return *p; }
+template <typename T> __R3_DEVICE T __ldcv(const T *p) { return *p; }
+template <typename T> __R3_DEVICE void __stcg(T *p, T v) { *p = v; }
+template <typename T> __R3_DEVICE void __stcs(T *p, T v) { *p = v; }
+template <typename T> __R3_DEVICE void __stwb(T *p, T v) { *p = v; }
+template <typename T> __R3_DEVICE void __stwt(T *p, T v) { *p = v; }
 
-/* math */
+/* memory and strings: device-side copies through LLVM's own intrinsics */
+__R3_DEVICE void *memcpy(void *to, const void *from, __r3_size_t n) {
+  return __builtin_memcpy(to, from, n); }
+__R3_DEVICE void *memset(void *to, int value, __r3_size_t n) {
+  return __builtin_memset(to, value, n); }
+
+/* printf: clang lowers it to CUDA's vprintf; assert is in <assert.h>/<cassert> */
+extern "C" __device__ int printf(const char *format, ...);
+extern "C" __device__ void __assertfail(const char *message, const char *file,
+                                        unsigned int line, const char *function,
+                                        __r3_size_t char_size);
+__R3_DEVICE void __trap() { __builtin_trap(); }
+__R3_DEVICE void __brkpt() { __builtin_debugtrap(); }
+
+/* clocks and sleeping */
+__R3_DEVICE long long clock64() { return (long long)__nvvm_read_ptx_sreg_clock64(); }
+__R3_DEVICE long clock() { return (long)__nvvm_read_ptx_sreg_clock(); }
+#if __CUDA_ARCH__ >= 700
+__R3_DEVICE void __nanosleep(unsigned int ns) { __nvvm_nanosleep(ns); }
+#endif
+
+/* reinterpreting bits */
+__R3_DEVICE int __float_as_int(float x) { return __builtin_bit_cast(int, x); }
+__R3_DEVICE unsigned int __float_as_uint(float x) { return __builtin_bit_cast(unsigned int, x); }
+__R3_DEVICE float __int_as_float(int x) { return __builtin_bit_cast(float, x); }
+__R3_DEVICE float __uint_as_float(unsigned int x) { return __builtin_bit_cast(float, x); }
+__R3_DEVICE long long __double_as_longlong(double x) {
+  return __builtin_bit_cast(long long, x); }
+__R3_DEVICE double __longlong_as_double(long long x) { return __builtin_bit_cast(double, x); }
+__R3_DEVICE int __double2hiint(double x) {
+  return (int)(__builtin_bit_cast(long long, x) >> 32); }
+__R3_DEVICE int __double2loint(double x) { return (int)__builtin_bit_cast(long long, x); }
+__R3_DEVICE double __hiloint2double(int hi, int lo) {
+  return __builtin_bit_cast(double, ((long long)hi << 32) | (unsigned int)lo); }
+
+/* integer and bit intrinsics */
+__R3_DEVICE unsigned int __brev(unsigned int x) { return __builtin_bitreverse32(x); }
+__R3_DEVICE unsigned long long __brevll(unsigned long long x) {
+  return __builtin_bitreverse64(x); }
+__R3_DEVICE int __popc(unsigned int x) { return __builtin_popcount(x); }
+__R3_DEVICE int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+__R3_DEVICE int __clz(int x) { return __builtin_clzg((unsigned int)x, 32); }
+__R3_DEVICE int __clzll(long long x) { return __builtin_clzg((unsigned long long)x, 64); }
+__R3_DEVICE int __ffs(int x) { return __builtin_ffs(x); }
+__R3_DEVICE int __ffsll(long long x) { return __builtin_ffsll(x); }
+__R3_DEVICE unsigned int __byte_perm(unsigned int x, unsigned int y, unsigned int s) {
+  return (unsigned int)__nvvm_prmt((int)x, (int)y, (int)s); }
+__R3_DEVICE unsigned int __funnelshift_l(unsigned int lo, unsigned int hi,
+                                         unsigned int shift) {
+  return (unsigned int)((((unsigned long long)hi << 32 | lo) << (shift & 31)) >> 32); }
+__R3_DEVICE unsigned int __funnelshift_r(unsigned int lo, unsigned int hi,
+                                         unsigned int shift) {
+  return (unsigned int)(((unsigned long long)hi << 32 | lo) >> (shift & 31)); }
+__R3_DEVICE int __mul24(int a, int b) { return __nvvm_mul24_i(a, b); }
+__R3_DEVICE unsigned int __umul24(unsigned int a, unsigned int b) {
+  return __nvvm_mul24_ui(a, b); }
+__R3_DEVICE int __mulhi(int a, int b) { return __nvvm_mulhi_i(a, b); }
+__R3_DEVICE unsigned int __umulhi(unsigned int a, unsigned int b) {
+  return __nvvm_mulhi_ui(a, b); }
+__R3_DEVICE long long __mul64hi(long long a, long long b) { return __nvvm_mulhi_ll(a, b); }
+__R3_DEVICE unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
+  return __nvvm_mulhi_ull(a, b); }
+__R3_DEVICE int __hadd(int a, int b) { return (int)(((long long)a + b) >> 1); }
+__R3_DEVICE int __rhadd(int a, int b) { return (int)(((long long)a + b + 1) >> 1); }
+__R3_DEVICE unsigned int __uhadd(unsigned int a, unsigned int b) {
+  return (unsigned int)(((unsigned long long)a + b) >> 1); }
+__R3_DEVICE unsigned int __urhadd(unsigned int a, unsigned int b) {
+  return (unsigned int)(((unsigned long long)a + b + 1) >> 1); }
+__R3_DEVICE unsigned int __sad(int a, int b, unsigned int c) {
+  return c + (a > b ? (unsigned int)a - (unsigned int)b : (unsigned int)b - (unsigned int)a); }
+__R3_DEVICE unsigned int __usad(unsigned int a, unsigned int b, unsigned int c) {
+  return c + (a > b ? a - b : b - a); }
+
+/* min, max, abs: CUDA's overloads, mixed signed/unsigned pairs giving the unsigned type */
+#define __R3_MINMAX(result, a_type, b_type)                                                \
+  __R3_DEVICE result min(a_type a, b_type b) {                                             \
+    return (result)a < (result)b ? (result)a : (result)b; }                                \
+  __R3_DEVICE result max(a_type a, b_type b) {                                             \
+    return (result)a > (result)b ? (result)a : (result)b; }
+#define __R3_MINMAX_SIGNS(s, u)                                                            \
+  __R3_MINMAX(s, s, s) __R3_MINMAX(u, u, u) __R3_MINMAX(u, s, u) __R3_MINMAX(u, u, s)
+__R3_MINMAX_SIGNS(int, unsigned int)
+__R3_MINMAX_SIGNS(long, unsigned long)
+__R3_MINMAX_SIGNS(long long, unsigned long long)
+#undef __R3_MINMAX_SIGNS
+#undef __R3_MINMAX
+__R3_DEVICE float min(float a, float b) { return __builtin_fminf(a, b); }
+__R3_DEVICE float max(float a, float b) { return __builtin_fmaxf(a, b); }
+__R3_DEVICE double min(double a, double b) { return __builtin_fmin(a, b); }
+__R3_DEVICE double max(double a, double b) { return __builtin_fmax(a, b); }
+__R3_DEVICE double min(float a, double b) { return __builtin_fmin(a, b); }
+__R3_DEVICE double max(float a, double b) { return __builtin_fmax(a, b); }
+__R3_DEVICE double min(double a, float b) { return __builtin_fmin(a, b); }
+__R3_DEVICE double max(double a, float b) { return __builtin_fmax(a, b); }
+__R3_DEVICE int abs(int x) { return x < 0 ? -x : x; }
+__R3_DEVICE long labs(long x) { return x < 0 ? -x : x; }
+__R3_DEVICE long long llabs(long long x) { return x < 0 ? -x : x; }
+__R3_DEVICE long long abs(long long x) { return x < 0 ? -x : x; }
+__R3_DEVICE long abs(long x) { return x < 0 ? -x : x; }
+__R3_DEVICE long long llmin(long long a, long long b) { return a < b ? a : b; }
+__R3_DEVICE long long llmax(long long a, long long b) { return a > b ? a : b; }
+__R3_DEVICE unsigned int umin(unsigned int a, unsigned int b) { return a < b ? a : b; }
+__R3_DEVICE unsigned int umax(unsigned int a, unsigned int b) { return a > b ? a : b; }
+__R3_DEVICE unsigned long long ullmin(unsigned long long a, unsigned long long b) {
+  return a < b ? a : b; }
+__R3_DEVICE unsigned long long ullmax(unsigned long long a, unsigned long long b) {
+  return a > b ? a : b; }
+
+/* float arithmetic and conversions in a named rounding mode: _rn nearest, _rz towards zero,
+ * _ru up, _rd down (PTX's rp and rm) */
+#define __R3_ROUNDED(macro, ...)                                                           \
+  macro(_rn, rn, __VA_ARGS__) macro(_rz, rz, __VA_ARGS__)                                  \
+  macro(_ru, rp, __VA_ARGS__) macro(_rd, rm, __VA_ARGS__)
+#define __R3_BINARY(mode, nv, name, op, type, suffix)                                      \
+  __R3_DEVICE type name##mode(type a, type b) { return __nvvm_##op##_##nv##_##suffix(a, b); }
+#define __R3_UNARY(mode, nv, name, op, type, suffix)                                       \
+  __R3_DEVICE type name##mode(type a) { return __nvvm_##op##_##nv##_##suffix(a); }
+#define __R3_TERNARY(mode, nv, name, op, type, suffix)                                     \
+  __R3_DEVICE type name##mode(type a, type b, type c) {                                    \
+    return __nvvm_##op##_##nv##_##suffix(a, b, c); }
+#define __R3_SUB(mode, nv, name, op, type, suffix)                                         \
+  __R3_DEVICE type name##mode(type a, type b) { return __nvvm_##op##_##nv##_##suffix(a, -b); }
+#define __R3_CONVERT(mode, nv, name, op, result, argument)                                 \
+  __R3_DEVICE result name##mode(argument a) { return __nvvm_##op##_##nv(a); }
+__R3_ROUNDED(__R3_BINARY, __fadd, add, float, f)
+__R3_ROUNDED(__R3_SUB, __fsub, add, float, f)
+__R3_ROUNDED(__R3_BINARY, __fmul, mul, float, f)
+__R3_ROUNDED(__R3_BINARY, __fdiv, div, float, f)
+__R3_ROUNDED(__R3_UNARY, __frcp, rcp, float, f)
+__R3_ROUNDED(__R3_UNARY, __fsqrt, sqrt, float, f)
+__R3_ROUNDED(__R3_TERNARY, __fmaf, fma, float, f)
+__R3_ROUNDED(__R3_BINARY, __dadd, add, double, d)
+__R3_ROUNDED(__R3_SUB, __dsub, add, double, d)
+__R3_ROUNDED(__R3_BINARY, __dmul, mul, double, d)
+__R3_ROUNDED(__R3_BINARY, __ddiv, div, double, d)
+__R3_ROUNDED(__R3_UNARY, __drcp, rcp, double, d)
+__R3_ROUNDED(__R3_UNARY, __dsqrt, sqrt, double, d)
+__R3_ROUNDED(__R3_TERNARY, __fma, fma, double, d)
+__R3_ROUNDED(__R3_CONVERT, __float2int, f2i, int, float)
+__R3_ROUNDED(__R3_CONVERT, __float2uint, f2ui, unsigned int, float)
+__R3_ROUNDED(__R3_CONVERT, __float2ll, f2ll, long long, float)
+__R3_ROUNDED(__R3_CONVERT, __float2ull, f2ull, unsigned long long, float)
+__R3_ROUNDED(__R3_CONVERT, __double2int, d2i, int, double)
+__R3_ROUNDED(__R3_CONVERT, __double2uint, d2ui, unsigned int, double)
+__R3_ROUNDED(__R3_CONVERT, __double2ll, d2ll, long long, double)
+__R3_ROUNDED(__R3_CONVERT, __double2ull, d2ull, unsigned long long, double)
+__R3_ROUNDED(__R3_CONVERT, __double2float, d2f, float, double)
+__R3_ROUNDED(__R3_CONVERT, __int2float, i2f, float, int)
+__R3_ROUNDED(__R3_CONVERT, __uint2float, ui2f, float, unsigned int)
+__R3_ROUNDED(__R3_CONVERT, __ll2float, ll2f, float, long long)
+__R3_ROUNDED(__R3_CONVERT, __ull2float, ull2f, float, unsigned long long)
+__R3_ROUNDED(__R3_CONVERT, __ll2double, ll2d, double, long long)
+__R3_ROUNDED(__R3_CONVERT, __ull2double, ull2d, double, unsigned long long)
+#undef __R3_ROUNDED
+#undef __R3_BINARY
+#undef __R3_UNARY
+#undef __R3_TERNARY
+#undef __R3_SUB
+#undef __R3_CONVERT
+__R3_DEVICE double __int2double_rn(int a) { return (double)a; }
+__R3_DEVICE double __uint2double_rn(unsigned int a) { return (double)a; }
+__R3_DEVICE float __fdividef(float a, float b) { return __nvvm_div_approx_f(a, b); }
+__R3_DEVICE float fdividef(float a, float b) { return __nvvm_div_approx_f(a, b); }
+__R3_DEVICE float __saturatef(float x) { return __nvvm_saturate_f(x); }
+
+/* math, exact everywhere */
 #define __R3_EXACT(name, builtin)                                                          \
   __R3_DEVICE float name##f(float x) { return builtin##f(x); }                             \
   __R3_DEVICE double name(double x) { return builtin(x); }
@@ -148,43 +483,68 @@ __R3_EXACT(ceil, __builtin_ceil)
 __R3_EXACT(trunc, __builtin_trunc)
 __R3_EXACT(round, __builtin_round)
 __R3_EXACT(rint, __builtin_rint)
+__R3_EXACT(nearbyint, __builtin_nearbyint)
 #undef __R3_EXACT
 __R3_DEVICE float sqrtf(float x) { return __nvvm_sqrt_rn_f(x); }
 __R3_DEVICE double sqrt(double x) { return __nvvm_sqrt_rn_d(x); }
-__R3_DEVICE float rsqrtf(float x) { return 1.0f / __nvvm_sqrt_rn_f(x); }
-__R3_DEVICE double rsqrt(double x) { return 1.0 / __nvvm_sqrt_rn_d(x); }
+/* rsqrtf is the hardware's approximation, as in CUDA (rsqrt.approx.f32) */
+__R3_DEVICE float rsqrtf(float x) { return __nvvm_rsqrt_approx_f(x); }
 __R3_DEVICE float fmaf(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 __R3_DEVICE double fma(double a, double b, double c) { return __builtin_fma(a, b, c); }
 __R3_DEVICE float fminf(float a, float b) { return __builtin_fminf(a, b); }
 __R3_DEVICE float fmaxf(float a, float b) { return __builtin_fmaxf(a, b); }
 __R3_DEVICE double fmin(double a, double b) { return __builtin_fmin(a, b); }
 __R3_DEVICE double fmax(double a, double b) { return __builtin_fmax(a, b); }
+__R3_DEVICE float fdimf(float a, float b) { return a <= b ? 0.0f : a - b; }  /* NaN stays */
+__R3_DEVICE double fdim(double a, double b) { return a <= b ? 0.0 : a - b; }
 __R3_DEVICE float copysignf(float a, float b) { return __builtin_copysignf(a, b); }
 __R3_DEVICE double copysign(double a, double b) { return __builtin_copysign(a, b); }
-__R3_DEVICE float __fdividef(float a, float b) { return __nvvm_div_approx_f(a, b); }
-__R3_DEVICE float __saturatef(float x) { return __nvvm_saturate_f(x); }
-__R3_DEVICE int min(int a, int b) { return a < b ? a : b; }
-__R3_DEVICE int max(int a, int b) { return a > b ? a : b; }
-__R3_DEVICE unsigned int min(unsigned int a, unsigned int b) { return a < b ? a : b; }
-__R3_DEVICE unsigned int max(unsigned int a, unsigned int b) { return a > b ? a : b; }
-__R3_DEVICE long long min(long long a, long long b) { return a < b ? a : b; }
-__R3_DEVICE long long max(long long a, long long b) { return a > b ? a : b; }
-__R3_DEVICE unsigned long long min(unsigned long long a, unsigned long long b) {
-  return a < b ? a : b; }
-__R3_DEVICE unsigned long long max(unsigned long long a, unsigned long long b) {
-  return a > b ? a : b; }
-__R3_DEVICE float min(float a, float b) { return __builtin_fminf(a, b); }
-__R3_DEVICE float max(float a, float b) { return __builtin_fmaxf(a, b); }
-__R3_DEVICE double min(double a, double b) { return __builtin_fmin(a, b); }
-__R3_DEVICE double max(double a, double b) { return __builtin_fmax(a, b); }
-__R3_DEVICE int abs(int x) { return x < 0 ? -x : x; }
-__R3_DEVICE int __popc(unsigned int x) { return __builtin_popcount(x); }
-__R3_DEVICE int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned int)x); }
-__R3_DEVICE int __mul24(int a, int b) { return __nvvm_mul24_i(a, b); }
-__R3_DEVICE int __mulhi(int a, int b) { return __nvvm_mulhi_i(a, b); }
+__R3_DEVICE long lrintf(float x) { return (long)__builtin_rintf(x); }
+__R3_DEVICE long long llrintf(float x) { return (long long)__builtin_rintf(x); }
+__R3_DEVICE long lroundf(float x) { return (long)__builtin_roundf(x); }
+__R3_DEVICE long long llroundf(float x) { return (long long)__builtin_roundf(x); }
+#define __R3_CLASSIFY(name, builtin)                                                       \
+  __R3_DEVICE bool name(float x) { return builtin(x); }                                    \
+  __R3_DEVICE bool name(double x) { return builtin(x); }
+__R3_CLASSIFY(isnan, __builtin_isnan)
+__R3_CLASSIFY(isinf, __builtin_isinf)
+__R3_CLASSIFY(isfinite, __builtin_isfinite)
+__R3_CLASSIFY(signbit, __builtin_signbit)
+#undef __R3_CLASSIFY
+__R3_DEVICE int __isnanf(float x) { return __builtin_isnan(x); }
+__R3_DEVICE int __isinff(float x) { return __builtin_isinf(x); }
+__R3_DEVICE int __finitef(float x) { return __builtin_isfinite(x); }
+__R3_DEVICE int __isnan(double x) { return __builtin_isnan(x); }
+__R3_DEVICE int __isinf(double x) { return __builtin_isinf(x); }
+__R3_DEVICE int __finite(double x) { return __builtin_isfinite(x); }
+__R3_DEVICE float nanf(const char *) { return __builtin_nanf(""); }
+__R3_DEVICE double nan(const char *) { return __builtin_nan(""); }
+__R3_DEVICE float ldexpf(float x, int e) { return __builtin_ldexpf(x, e); }
+__R3_DEVICE double ldexp(double x, int e) { return __builtin_ldexp(x, e); }
+__R3_DEVICE float scalbnf(float x, int e) { return __builtin_ldexpf(x, e); }
+__R3_DEVICE double scalbn(double x, int e) { return __builtin_ldexp(x, e); }
 
+/* the fast intrinsics: the hardware's approximations, everywhere */
 #define __R3_LOG2E 1.4426950408889634f
 #define __R3_LN2 0.6931471805599453f
+#define __R3_LOG10_2 0.3010299956639812f
+#define __R3_LOG2_10 3.3219280948873622f
+__R3_DEVICE float __expf(float x) { return __nvvm_ex2_approx_f(x * __R3_LOG2E); }
+__R3_DEVICE float __exp10f(float x) { return __nvvm_ex2_approx_f(x * __R3_LOG2_10); }
+__R3_DEVICE float __logf(float x) { return __nvvm_lg2_approx_f(x) * __R3_LN2; }
+__R3_DEVICE float __log2f(float x) { return __nvvm_lg2_approx_f(x); }
+__R3_DEVICE float __log10f(float x) { return __nvvm_lg2_approx_f(x) * __R3_LOG10_2; }
+__R3_DEVICE float __sinf(float x) { return __nvvm_sin_approx_f(x); }
+__R3_DEVICE float __cosf(float x) { return __nvvm_cos_approx_f(x); }
+__R3_DEVICE float __tanf(float x) {
+  return __nvvm_sin_approx_f(x) * __nvvm_rcp_approx_ftz_f(__nvvm_cos_approx_f(x)); }
+__R3_DEVICE void __sincosf(float x, float *s, float *c) {
+  *s = __nvvm_sin_approx_f(x); *c = __nvvm_cos_approx_f(x); }
+__R3_DEVICE float __powf(float x, float y) {
+  return __nvvm_ex2_approx_f(y * __nvvm_lg2_approx_f(x)); }
+
+/* the other math functions: CUDA's libdevice where installed (R3_LIBDEVICE), the ones nvcc
+ * calls; without it, the float versions of the common ones are the fast approximations */
 #ifdef R3_LIBDEVICE
 #define __R3_LIBDEVICE_1(name)                                                             \
   extern "C" __device__ float __nv_##name##f(float);                                       \
@@ -198,44 +558,91 @@ __R3_DEVICE int __mulhi(int a, int b) { return __nvvm_mulhi_i(a, b); }
   __R3_DEVICE double name(double x, double y) { return __nv_##name(x, y); }
 __R3_LIBDEVICE_1(exp) __R3_LIBDEVICE_1(exp2) __R3_LIBDEVICE_1(exp10)
 __R3_LIBDEVICE_1(expm1) __R3_LIBDEVICE_1(log) __R3_LIBDEVICE_1(log2)
-__R3_LIBDEVICE_1(log10) __R3_LIBDEVICE_1(log1p) __R3_LIBDEVICE_1(sin)
-__R3_LIBDEVICE_1(cos) __R3_LIBDEVICE_1(tan) __R3_LIBDEVICE_1(asin)
-__R3_LIBDEVICE_1(acos) __R3_LIBDEVICE_1(atan) __R3_LIBDEVICE_1(sinh)
-__R3_LIBDEVICE_1(cosh) __R3_LIBDEVICE_1(tanh) __R3_LIBDEVICE_1(erf)
-__R3_LIBDEVICE_1(erfc) __R3_LIBDEVICE_1(cbrt)
+__R3_LIBDEVICE_1(log10) __R3_LIBDEVICE_1(log1p) __R3_LIBDEVICE_1(logb)
+__R3_LIBDEVICE_1(sin) __R3_LIBDEVICE_1(cos) __R3_LIBDEVICE_1(tan)
+__R3_LIBDEVICE_1(sinpi) __R3_LIBDEVICE_1(cospi)
+__R3_LIBDEVICE_1(asin) __R3_LIBDEVICE_1(acos) __R3_LIBDEVICE_1(atan)
+__R3_LIBDEVICE_1(sinh) __R3_LIBDEVICE_1(cosh) __R3_LIBDEVICE_1(tanh)
+__R3_LIBDEVICE_1(asinh) __R3_LIBDEVICE_1(acosh) __R3_LIBDEVICE_1(atanh)
+__R3_LIBDEVICE_1(erf) __R3_LIBDEVICE_1(erfc) __R3_LIBDEVICE_1(erfinv)
+__R3_LIBDEVICE_1(erfcinv) __R3_LIBDEVICE_1(normcdf) __R3_LIBDEVICE_1(normcdfinv)
+__R3_LIBDEVICE_1(lgamma) __R3_LIBDEVICE_1(tgamma)
+__R3_LIBDEVICE_1(cbrt) __R3_LIBDEVICE_1(rcbrt)
 __R3_LIBDEVICE_2(pow) __R3_LIBDEVICE_2(atan2) __R3_LIBDEVICE_2(fmod)
-__R3_LIBDEVICE_2(hypot)
+__R3_LIBDEVICE_2(remainder) __R3_LIBDEVICE_2(hypot) __R3_LIBDEVICE_2(nextafter)
 #undef __R3_LIBDEVICE_1
 #undef __R3_LIBDEVICE_2
+extern "C" __device__ void __nv_sincosf(float, float *, float *);
+extern "C" __device__ void __nv_sincos(double, double *, double *);
+extern "C" __device__ float __nv_frexpf(float, int *);
+extern "C" __device__ double __nv_frexp(double, int *);
+extern "C" __device__ float __nv_modff(float, float *);
+extern "C" __device__ double __nv_modf(double, double *);
+extern "C" __device__ int __nv_ilogbf(float);
+extern "C" __device__ int __nv_ilogb(double);
+extern "C" __device__ double __nv_rsqrt(double);
+extern "C" __device__ float __nv_frsqrt_rn(float);
+__R3_DEVICE double rsqrt(double x) { return __nv_rsqrt(x); }
+__R3_DEVICE float __frsqrt_rn(float x) { return __nv_frsqrt_rn(x); }
+__R3_DEVICE void sincosf(float x, float *s, float *c) { __nv_sincosf(x, s, c); }
+__R3_DEVICE void sincos(double x, double *s, double *c) { __nv_sincos(x, s, c); }
+__R3_DEVICE float frexpf(float x, int *e) { return __nv_frexpf(x, e); }
+__R3_DEVICE double frexp(double x, int *e) { return __nv_frexp(x, e); }
+__R3_DEVICE float modff(float x, float *i) { return __nv_modff(x, i); }
+__R3_DEVICE double modf(double x, double *i) { return __nv_modf(x, i); }
+__R3_DEVICE int ilogbf(float x) { return __nv_ilogbf(x); }
+__R3_DEVICE int ilogb(double x) { return __nv_ilogb(x); }
 #else
-/* the hardware approximations, as nvcc's -use_fast_math gives */
 __R3_DEVICE float exp2f(float x) { return __nvvm_ex2_approx_f(x); }
-__R3_DEVICE float expf(float x) { return __nvvm_ex2_approx_f(x * __R3_LOG2E); }
-__R3_DEVICE float log2f(float x) { return __nvvm_lg2_approx_f(x); }
-__R3_DEVICE float logf(float x) { return __nvvm_lg2_approx_f(x) * __R3_LN2; }
-__R3_DEVICE float sinf(float x) { return __nvvm_sin_approx_f(x); }
-__R3_DEVICE float cosf(float x) { return __nvvm_cos_approx_f(x); }
-__R3_DEVICE float powf(float x, float y) {
-  return __nvvm_ex2_approx_f(y * __nvvm_lg2_approx_f(x)); }
+__R3_DEVICE float expf(float x) { return __expf(x); }
+__R3_DEVICE float exp10f(float x) { return __exp10f(x); }
+__R3_DEVICE float log2f(float x) { return __log2f(x); }
+__R3_DEVICE float logf(float x) { return __logf(x); }
+__R3_DEVICE float log10f(float x) { return __log10f(x); }
+__R3_DEVICE float sinf(float x) { return __sinf(x); }
+__R3_DEVICE float cosf(float x) { return __cosf(x); }
+__R3_DEVICE float tanf(float x) { return __tanf(x); }
+__R3_DEVICE void sincosf(float x, float *s, float *c) { __sincosf(x, s, c); }
+__R3_DEVICE float __frsqrt_rn(float x) { return 1.0f / __nvvm_sqrt_rn_f(x); }  /* ~1 ulp */
+__R3_DEVICE double rsqrt(double x) { return 1.0 / __nvvm_sqrt_rn_d(x); }
+__R3_DEVICE float powf(float x, float y) { return __powf(x, y); }
 __R3_DEVICE float tanhf(float x) {
   float e = __nvvm_ex2_approx_f(-2.0f * __builtin_fabsf(x) * __R3_LOG2E);
   return __builtin_copysignf((1.0f - e) / (1.0f + e), x); }
-#define __R3_NEEDS_LIBDEVICE(name, ...)                                                    \
+#define __R3_NEEDS_LIBDEVICE(type, name, ...)                                              \
   __attribute__((unavailable(#name " needs CUDA's libdevice (libdevice.10.bc); "          \
                  "install the CUDA toolkit or set PYTEST_R3_LIBDEVICE to the file")))      \
-  __device__ double name(__VA_ARGS__);
-__R3_NEEDS_LIBDEVICE(exp, double) __R3_NEEDS_LIBDEVICE(exp2, double)
-__R3_NEEDS_LIBDEVICE(log, double) __R3_NEEDS_LIBDEVICE(log2, double)
-__R3_NEEDS_LIBDEVICE(sin, double) __R3_NEEDS_LIBDEVICE(cos, double)
-__R3_NEEDS_LIBDEVICE(tanh, double) __R3_NEEDS_LIBDEVICE(pow, double, double)
+  __device__ type name(__VA_ARGS__);
+#define __R3_NEEDS_LIBDEVICE_1(name)                                                       \
+  __R3_NEEDS_LIBDEVICE(float, name##f, float) __R3_NEEDS_LIBDEVICE(double, name, double)
+#define __R3_NEEDS_LIBDEVICE_2(name)                                                       \
+  __R3_NEEDS_LIBDEVICE(float, name##f, float, float)                                       \
+  __R3_NEEDS_LIBDEVICE(double, name, double, double)
+__R3_NEEDS_LIBDEVICE(double, exp, double) __R3_NEEDS_LIBDEVICE(double, exp2, double)
+__R3_NEEDS_LIBDEVICE(double, exp10, double) __R3_NEEDS_LIBDEVICE(double, log, double)
+__R3_NEEDS_LIBDEVICE(double, log2, double) __R3_NEEDS_LIBDEVICE(double, log10, double)
+__R3_NEEDS_LIBDEVICE(double, sin, double) __R3_NEEDS_LIBDEVICE(double, cos, double)
+__R3_NEEDS_LIBDEVICE(double, tan, double) __R3_NEEDS_LIBDEVICE(double, tanh, double)
+__R3_NEEDS_LIBDEVICE(double, pow, double, double)
+__R3_NEEDS_LIBDEVICE(void, sincos, double, double *, double *)
+__R3_NEEDS_LIBDEVICE_1(expm1) __R3_NEEDS_LIBDEVICE_1(log1p) __R3_NEEDS_LIBDEVICE_1(logb)
+__R3_NEEDS_LIBDEVICE_1(sinpi) __R3_NEEDS_LIBDEVICE_1(cospi)
+__R3_NEEDS_LIBDEVICE_1(asin) __R3_NEEDS_LIBDEVICE_1(acos) __R3_NEEDS_LIBDEVICE_1(atan)
+__R3_NEEDS_LIBDEVICE_1(sinh) __R3_NEEDS_LIBDEVICE_1(cosh)
+__R3_NEEDS_LIBDEVICE_1(asinh) __R3_NEEDS_LIBDEVICE_1(acosh) __R3_NEEDS_LIBDEVICE_1(atanh)
+__R3_NEEDS_LIBDEVICE_1(erf) __R3_NEEDS_LIBDEVICE_1(erfc) __R3_NEEDS_LIBDEVICE_1(erfinv)
+__R3_NEEDS_LIBDEVICE_1(erfcinv) __R3_NEEDS_LIBDEVICE_1(normcdf)
+__R3_NEEDS_LIBDEVICE_1(normcdfinv) __R3_NEEDS_LIBDEVICE_1(lgamma)
+__R3_NEEDS_LIBDEVICE_1(tgamma) __R3_NEEDS_LIBDEVICE_1(cbrt) __R3_NEEDS_LIBDEVICE_1(rcbrt)
+__R3_NEEDS_LIBDEVICE_2(atan2) __R3_NEEDS_LIBDEVICE_2(fmod) __R3_NEEDS_LIBDEVICE_2(remainder)
+__R3_NEEDS_LIBDEVICE_2(hypot) __R3_NEEDS_LIBDEVICE_2(nextafter)
+__R3_NEEDS_LIBDEVICE(float, frexpf, float, int *) __R3_NEEDS_LIBDEVICE(double, frexp, double, int *)
+__R3_NEEDS_LIBDEVICE(float, modff, float, float *) __R3_NEEDS_LIBDEVICE(double, modf, double, double *)
+__R3_NEEDS_LIBDEVICE(int, ilogbf, float) __R3_NEEDS_LIBDEVICE(int, ilogb, double)
 #undef __R3_NEEDS_LIBDEVICE
+#undef __R3_NEEDS_LIBDEVICE_1
+#undef __R3_NEEDS_LIBDEVICE_2
 #endif
-__R3_DEVICE float __expf(float x) { return __nvvm_ex2_approx_f(x * __R3_LOG2E); }
-__R3_DEVICE float __logf(float x) { return __nvvm_lg2_approx_f(x) * __R3_LN2; }
-__R3_DEVICE float __sinf(float x) { return __nvvm_sin_approx_f(x); }
-__R3_DEVICE float __cosf(float x) { return __nvvm_cos_approx_f(x); }
-__R3_DEVICE float __powf(float x, float y) {
-  return __nvvm_ex2_approx_f(y * __nvvm_lg2_approx_f(x)); }
 
 #undef __R3_DEVICE
 #endif /* clang CUDA without CUDA's headers */

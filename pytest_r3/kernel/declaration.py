@@ -240,9 +240,13 @@ def kernel(
     frame = sys._getframe(1)
     declaring_file = frame.f_globals.get("__file__")
     declared_at = f"{declaring_file or '<unknown>'}:{frame.f_lineno}"
-    if not isinstance(entry, str) or not entry.isidentifier():
+    from ..backends.cuda_tools import is_entry_name  # CUDA: also "scale_tiles<16, float>"
+
+    if not isinstance(entry, str) or not (entry.isidentifier() or (
+            backend == "cuda" and is_entry_name(entry))):
         raise DeclarationError(f"kernel declared at {declared_at}: entry must be a C "
-                               f"function name, got {entry!r}")
+                               f"function name, got {entry!r} (for CUDA, also a template "
+                               "instance such as 'scale_tiles<16, float>')")
     name = name or entry
     where = f"kernel {name!r} (declared at {declared_at})"
     kernel_source = load_source(source, declaring_file, where)

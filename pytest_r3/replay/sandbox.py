@@ -136,7 +136,7 @@ _DENIED_WHY = [
     (r"llvm\.(?:read|write)_(?:volatile_)?register", "it reads or writes machine registers"),
     (r"llvm\.(?:init|adjust)\.trampoline|llvm\.icall\.|llvm\.local(?:escape|recover)",
      "it builds or reaches code through computed addresses"),
-    (r"llvm\.readcyclecounter|llvm\.readsteadycounter|nvvm\.read\.ptx\.sreg\.(?:clock|global)",
+    (r"llvm\.(?:readcyclecounter|readsteadycounter|nvvm\.read\.ptx\.sreg\.(?:clock|global))",
      "it reads a clock, so results could depend on timing"),
     (r"llvm\.x86\.|llvm\.aarch64\.", "only vector-math target intrinsics are allowed"),
 ]
@@ -332,9 +332,15 @@ def check_module(module, baseline=None) -> list[Violation]:
     return violations
 
 
+# device printf and a failed assert: system calls the CUDA driver provides to every kernel
+_NVPTX_SYSTEM_CALLS = frozenset({"vprintf", "__assertfail"})
+
+
 def _allowed_function(name: str, triple: str) -> bool:
     # __nv_* is CUDA's libdevice math, linked in for NVPTX only
-    return name in ALLOWED_SYMBOLS or (name.startswith("__nv_") and triple.startswith("nvptx"))
+    if triple.startswith("nvptx"):
+        return name in ALLOWED_SYMBOLS or name.startswith("__nv_") or name in _NVPTX_SYSTEM_CALLS
+    return name in ALLOWED_SYMBOLS
 
 
 def _check_body(function, triple: str, defined: set[str], add) -> set[str]:

@@ -1,0 +1,137 @@
+"""What CUDA C pytest-r3's clang build does not provide, said in one line.
+
+clang compiles kernels against pytest-r3's own device headers (``pytest_r3/include``), not
+CUDA's. When a kernel reaches for something those headers lack (cooperative groups, CUB, a
+texture fetch, ``std::vector``), clang's own message is precise but misleading ("did you
+mean 'float'?"). This module recognises those cases in clang's diagnostics and says instead
+what is missing, that it is not supported, and where the list of what is supported lives.
+Any other compile error keeps clang's first error line, without the long clang command
+(which stays on ``CompileError.command``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import CompileError
+from .cuda_tools import INSTANCE_FILE
+
+DOCS = "docs/cuda.md (section 'What CUDA C is supported')"
+
+# headers of CUDA libraries and features the device headers do not provide
+_LIBRARY_HEADERS = [
+    (r"cooperative_groups(?:\.h|/.*)", "cooperative groups"),
+    (r"cub/.*|cub\.cuh", "CUB"),
+    (r"thrust/.*", "Thrust"),
+    (r"cuda/.*", "libcu++ (the cuda:: library)"),
+    (r"mma\.h|crt/mma\.h", "warp matrix multiply (WMMA, nvcuda::wmma)"),
+    (r"cuda_fp8\.h|cuda_fp8\.hpp|cuda_fp6\.h|cuda_fp4\.h", "fp8/fp6/fp4 types"),
+    (r"cuda_pipeline.*\.h|cuda_awbarrier.*\.h", "asynchronous copies (memcpy_async, pipelines)"),
+    (r"curand.*\.h", "the cuRAND device API"),
+    (r"cufft.*\.h|cublas.*\.h|cusparse.*\.h|cudnn.*\.h", "CUDA's host libraries"),
+    (r"texture_.*\.h|surface_.*\.h|texture_fetch_functions\.h", "textures and surfaces"),
+]
+# undeclared names: what they belong to
+_LIBRARY_NAMES = [
+    (r"cooperative_groups|cg|this_thread_block|this_grid|tiled_partition|grid_group"
+     r"|thread_block(?:_tile)?|coalesced_group", "cooperative groups"),
+    (r"cub", "CUB"),
+    (r"thrust", "Thrust"),
+    (r"nvcuda|wmma|fragment|load_matrix_sync|store_matrix_sync|mma_sync",
+     "warp matrix multiply (WMMA, nvcuda::wmma)"),
+    (r"__nv_bfloat16\w*|nv_bfloat16\w*|__float2bfloat16\w*|__bfloat162\w*",
+     "bfloat16 without #include <cuda_bf16.h>"),
+    (r"__half\w*|half2?|__float2half\w*|__half2float",
+     "half precision without #include <cuda_fp16.h>"),
+    (r"__nv_fp8\w*", "fp8 types"),
+    (r"(?:tex|surf)(?:1D|2D|3D|Cubemap)\w*|tex1Dfetch|cudaTextureObject_t"
+     r"|cudaSurfaceObject_t|texture|surface",
+     "textures and surfaces"),
+    (r"__pipeline_\w+|memcpy_async|__cvta_\w+", "asynchronous copies (memcpy_async, pipelines)"),
+    (r"curand\w*", "the cuRAND device API"),
+    (r"cuda[A-Z]\w*|CUDA_\w+|cu[A-Z]\w*", "the CUDA host API; keep host code out of kernel "
+     "files"),
+    (r"malloc|free|new|delete", "dynamic allocation in device code"),
+]
+_CXX_HEADER = re.compile(r"[a-z_]+")  # <vector>, <algorithm>, <type_traits>...
+
+_NOT_FOUND = re.compile(r"^(?P<where>[^\n]*?:\d+):\d+: fatal error: '(?P<header>[^']+)' "
+                        r"file not found", re.MULTILINE)
+_UNDECLARED = re.compile(
+    r"^(?P<where>[^\n]*?:\d+):\d+: error: (?:use of undeclared identifier|unknown type name"
+    r"|no template named|use of undeclared label|unknown namespace) '(?P<name>[\w:]+)'",
+    re.MULTILINE)
+_NO_STD_MEMBER = re.compile(
+    r"^(?P<where>[^\n]*?:\d+):\d+: error: no (?:member|type|template) named '(?P<name>\w+)' "
+    r"in namespace 'std'", re.MULTILINE)
+_NO_OVERLOAD = re.compile(
+    r"^(?P<where>[^\n]*?:\d+):\d+: error: no matching function for call to "
+    r"'(?P<name>(?:atomic|__)\w+)'", re.MULTILINE)
+
+
+def explain(error: CompileError, filename: str) -> CompileError:
+    """``error`` (clang's, on a CUDA kernel) as a one-line "not supported" error when the
+    kernel uses something pytest-r3's device headers do not provide; otherwise clang's
+    first error line and its diagnostics, without the command line."""
+    if error.kind != "compile_error":  # a rewrite's forbidden include says it already
+        return error
+    diagnostics = error.diagnostics or str(error)
+    instance = re.search(rf"^{re.escape(INSTANCE_FILE)}:\d+:\d+: error: (.*)$\n.*&(.+?); }}",
+                         diagnostics, re.MULTILINE)
+    if instance:
+        message = (f"{filename}: entry {instance[2]!r} is not a template instance of a kernel "
+                   f"in the file ({instance[1]}); check entry= and the template's arguments")
+        return CompileError(message, f"{message}\n{diagnostics}", error.command, error.kind)
+    line = unsupported(diagnostics)
+    if line is None:
+        first = next((text for text in diagnostics.splitlines() if "error" in text),
+                     diagnostics.splitlines()[0] if diagnostics else "clang failed")
+        message = f"clang could not compile {filename}: {first}\n\n{diagnostics}"
+        return CompileError(message, diagnostics, error.command, error.kind)
+    return CompileError(line, f"{line}\n{diagnostics}", error.command, error.kind)
+
+
+def unsupported(diagnostics: str) -> str | None:
+    """The one-line explanation of the first use of something not provided, or None."""
+    candidates = []
+    for match in _NOT_FOUND.finditer(diagnostics):
+        what = _header_feature(match["header"])
+        if what:
+            candidates.append((match.start(), match["where"], what))
+    for match in _UNDECLARED.finditer(diagnostics):
+        what = _name_feature(match["name"])
+        if what:
+            candidates.append((match.start(), match["where"], what))
+    for match in _NO_STD_MEMBER.finditer(diagnostics):
+        candidates.append((match.start(), match["where"],
+                           f"std::{match['name']} (device code gets the C library parts of "
+                           "<cmath>, <cstdint>, <cstdio>... only)"))
+    for match in _NO_OVERLOAD.finditer(diagnostics):
+        candidates.append((match.start(), match["where"],
+                           f"{match['name']} with these argument types"))
+    if not candidates:
+        return None
+    _, where, what = min(candidates)
+    return (f"{where}: {what} is not supported by pytest-r3's CUDA build; see {DOCS} for "
+            "what is")
+
+
+def _header_feature(header: str) -> str | None:
+    for pattern, what in _LIBRARY_HEADERS:
+        if re.fullmatch(pattern, header):
+            return f"{what} (<{header}>)"
+    if re.fullmatch(r"(?:cuda|cu|sm_|device_|nv|crt/)[\w/.]*|\w+_functions\.h", header):
+        return f"the CUDA header <{header}>"
+    if _CXX_HEADER.fullmatch(header):
+        return f"the C++ standard library header <{header}>"
+    return None  # the kernel's own header: clang's message says it best
+
+
+def _name_feature(name: str) -> str | None:
+    head = name.split("::", 1)[0]
+    for pattern, what in _LIBRARY_NAMES:
+        if re.fullmatch(pattern, head):
+            return f"'{name}' ({what})"
+    if head.startswith("__"):  # reserved names: a CUDA intrinsic the headers lack
+        return f"the CUDA intrinsic '{name}'"
+    return None
