@@ -100,6 +100,7 @@ class CUDABackend(Backend):
             "--cuda-device-only", "-nocudainc", "-nocudalib", f"--cuda-gpu-arch={self.arch}",
             f"--cuda-feature=+ptx{ptx_version(self.arch)}", "-Wno-unknown-cuda-version",
             "-fdeclspec", "-I", str(cuda_tools.HEADER.parent),
+            "-I", str(cuda_tools.HEADER.parent / "cuda_stubs"),  # <cuda_runtime.h> of host code
             "-include", str(cuda_tools.HEADER), *(["-DR3_LIBDEVICE=1"] if libdevice else []),
         )
 
@@ -130,12 +131,21 @@ class CUDABackend(Backend):
         _initialize_nvptx()
         return toolchain.parse_ir(ir, where)
 
+    def reachable(self, module, entry: str, where: str):
+        """``module`` reduced to kernel ``entry`` and what it reaches (clang.keep_reachable);
+        host code never reaches device IR, but unused device functions do."""
+        symbol = cuda_tools.match_symbol(_KERNEL_DEFINE.findall(str(module)), entry, where)
+        toolchain.keep_reachable(module, symbol, self.target_machine())
+        return module
+
     def inspect(self, source: KernelSource, entry: str, macros: Mapping[str, object],
                 kernel_name: str = "") -> Signature:
         where = f"kernel {kernel_name or entry!r} ({source.filename})"
         debug_ir = self.compile(source, macros, debug_info=True)
         symbol = cuda_tools.match_symbol(_KERNEL_DEFINE.findall(debug_ir), entry, where)
-        module = self.parse(debug_ir, where)
+        module = self.parse(toolchain.without_linker_keep(debug_ir), where)
+        toolchain.keep_reachable(module, symbol, self.target_machine())
+        debug_ir = str(module)
         Pipeline().run(module, self.target_machine())
         signature = read_signature(debug_ir, symbol, module.get_function(symbol), where=where)
         if signature.return_dtype is not None:

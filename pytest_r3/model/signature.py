@@ -14,7 +14,6 @@ from ..errors import DeclarationError, EntryNotFoundError
 
 _METADATA = re.compile(r"^!(\d+) = (?:distinct )?(.*)$", re.MULTILINE)
 _FIELD = r"{}: (?:!(\d+)|\"([^\"]*)\"|([\w.-]+))"
-_EXPORTED = r"(?!internal |private )"  # linkage of a function a caller can reach
 
 # (DWARF encoding, size in bits) -> numpy dtype name
 _DTYPES = {
@@ -133,18 +132,16 @@ def read_signature(debug_ir: str, entry: str, optimised_function=None,
     pipeline: its inferred attributes say which pointers are written. Without it every
     non-const pointer counts as written.
     """
-    # static (internal) functions cannot be launched: they are not exported, and the
-    # optimiser inlines and deletes them
+    # the backend gives a static entry external linkage before reading (keep_reachable)
     define = re.search(
-        rf"^define {_EXPORTED}[^\n]*@{re.escape(entry)}\((.*)\)[^\n]*!dbg !(\d+)", debug_ir,
-        re.MULTILINE,
-    )
+        rf"^define [^\n]*@{re.escape(entry)}\((.*)\)[^\n]*!dbg !(\d+)", debug_ir, re.MULTILINE)
     if not define:
-        defined = re.findall(rf"^define {_EXPORTED}[^\n]*?@([\w.$]+)\(", debug_ir, re.MULTILINE)
+        defined = [name for name in re.findall(r"^define [^\n]*?@([\w.$]+)\(", debug_ir,
+                                               re.MULTILINE) if not name.startswith("_")]
+        shown = ", ".join(defined[:20]) + (", ..." if len(defined) > 20 else "")
         raise EntryNotFoundError(
             f"{where}: entry symbol {entry!r} is not defined by the source "
-            f"(it defines: {', '.join(defined) or 'no functions'}). Check the entry= name and "
-            "that the function is not static."
+            f"(it defines: {shown or 'no functions'}). Check the entry= name."
         )
     metadata = dict(_METADATA.findall(debug_ir))
     subprogram_id = define.group(2)

@@ -12,6 +12,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from ..backends.clang import without_linker_keep
 from ..errors import CompileError, R3Error
 from ..model.source import KernelSource
 from . import sandbox
@@ -42,8 +43,18 @@ class CandidateCompiler:
                                    include_dirs=tuple(spec.include_dirs))
         self.baseline_ir = self._clang(self.source, {})
         with _llvm_lock:
-            module = backend.parse(self.baseline_ir, f"kernel {spec.name!r}")
+            module = self._reachable(self.baseline_ir)
             self.baseline_state = sandbox.writable_globals(module)
+
+    def _reachable(self, ir: str):
+        """The parsed module cut down to what the entry reaches: a candidate is judged on
+        the code that can run, as plain calls load it (``main`` and unused helpers of the
+        file never run and never count against it)."""
+        module = self.backend.parse(without_linker_keep(ir), f"kernel {self.spec.name!r}")
+        reachable = getattr(self.backend, "reachable", None)
+        if reachable is not None:
+            reachable(module, self.spec.entry, f"kernel {self.spec.name!r}")
+        return module
 
     def _clang(self, source: KernelSource, macros: dict) -> str:
         return self.backend.compile(source, {**self.spec.default_macros, **macros})
@@ -66,7 +77,8 @@ class CandidateCompiler:
         clang_seconds = time.perf_counter() - started
         try:
             with _llvm_lock:
-                module = self.backend.parse(ir, f"kernel {self.spec.name!r}")
+                module = self._reachable(ir)
+                ir = str(module)
                 violations = sandbox.check_module(module, baseline=self.baseline_state) \
                     if self.static_check else []
         except R3Error as exc:

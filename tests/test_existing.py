@@ -1,0 +1,86 @@
+"""Kernels as they are in real codebases, declared without editing their files: static
+kernels, files with main() and driver code, C99 array parameters, -D configuration and
+include directories, CUDA files with host code."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pytest_r3 as r3
+
+EXISTING = Path(__file__).resolve().parent.parent / "example_project" / "exampleproj" / "existing"
+GEMM = EXISTING / "gemm" / "gemm.c"
+
+DRIVER_WITH_UNDEFINED_HELPER = """\
+#include <stdio.h>
+extern void *polybench_alloc_data(unsigned long long n, int size);
+
+void scale(int n, float *x) { for (int i = 0; i < n; i++) x[i] *= 2.0f; }
+
+int main(void)
+{
+    float *x = polybench_alloc_data(10, sizeof(float));
+    scale(10, x);
+    printf("%f\\n", x[0]);
+    return 0;
+}
+"""
+
+
+def _run_python(code: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent(code))
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+
+
+def test_main_using_an_undefined_function_does_not_crash_the_process(tmp_path):
+    """Once a segfault in the CPU loader: main's undefined symbol reached the JIT."""
+    (tmp_path / "bench.c").write_text(DRIVER_WITH_UNDEFINED_HELPER)
+    result = _run_python("""
+        import numpy as np
+        import pytest_r3 as r3
+        scale = r3.kernel("bench.c", entry="scale")
+        x = np.arange(4, dtype=np.float32)
+        scale(4, x)
+        print("result", x.tolist())
+    """, tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "result [0.0, 2.0, 4.0, 6.0]" in result.stdout
+
+
+def test_an_unresolved_symbol_the_entry_reaches_is_named(tmp_path):
+    (tmp_path / "uses.c").write_text(
+        "extern double table_lookup(int);\n"
+        "static double helper(int i) { return table_lookup(i) + 1.0; }\n"
+        "void fill(int n, double *x) { for (int i = 0; i < n; i++) x[i] = helper(i); }\n"
+        "int main(void) { return 0; }\n")
+    result = _run_python("""
+        import numpy as np
+        import pytest_r3 as r3
+        fill = r3.kernel("uses.c", entry="fill")
+        try:
+            fill(3, np.zeros(3))
+        except r3.CompileError as exc:
+            print("refused:", exc)
+    """, tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "refused:" in result.stdout
+    assert "'table_lookup'" in result.stdout
+    assert "the entry 'fill' uses" in result.stdout
+
+
+def test_static_kernel_is_an_entry(tmp_path, unique_name):
+    (tmp_path / "k.c").write_text(
+        "static void twice(int n, float *x) { for (int i = 0; i < n; i++) x[i] *= 2; }\n")
+    kernel = r3.kernel(tmp_path / "k.c", entry="twice", name=unique_name())
+    x = np.ones(3, np.float32)
+    kernel(3, x)
+    assert x.tolist() == [2.0, 2.0, 2.0]
+    assert kernel.signature.describe() == "void twice(int n, float *x)"
