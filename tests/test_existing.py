@@ -40,8 +40,7 @@ def _run_python(code: str, tmp_path: Path) -> subprocess.CompletedProcess:
                           timeout=300, cwd=tmp_path)
 
 
-def test_main_using_an_undefined_function_does_not_crash_the_process(tmp_path):
-    """Once a segfault in the CPU loader: main's undefined symbol reached the JIT."""
+def test_main_using_an_undefined_function_never_runs_or_blocks(tmp_path):
     (tmp_path / "bench.c").write_text(DRIVER_WITH_UNDEFINED_HELPER)
     result = _run_python("""
         import numpy as np
@@ -56,6 +55,8 @@ def test_main_using_an_undefined_function_does_not_crash_the_process(tmp_path):
 
 
 def test_an_unresolved_symbol_the_entry_reaches_is_named(tmp_path):
+    """Once a segfault of the whole process in the CPU loader (the JIT linked a call to
+    address 0); run in a child process so a crash fails this test, not the run."""
     (tmp_path / "uses.c").write_text(
         "extern double table_lookup(int);\n"
         "static double helper(int i) { return table_lookup(i) + 1.0; }\n"
@@ -84,3 +85,41 @@ def test_static_kernel_is_an_entry(tmp_path, unique_name):
     kernel(3, x)
     assert x.tolist() == [2.0, 2.0, 2.0]
     assert kernel.signature.describe() == "void twice(int n, float *x)"
+
+
+def test_pointers_to_structs_of_one_number_type_take_flat_arrays(unique_name):
+    kernel = r3.kernel(
+        "struct point { float x, y, z; };\n"
+        "typedef float vec2 __attribute__((ext_vector_type(2)));\n"
+        "void shift(int n, struct point *p, const vec2 *d) {\n"
+        "  for (int i = 0; i < n; i++) { p[i].x += d[i].x; p[i].z += d[i].y; }\n}\n",
+        entry="shift", name=unique_name())
+    params = kernel.signature.params
+    assert [(p.dtype, p.components) for p in params[1:]] == [("float32", 3), ("float32", 2)]
+    assert params[1].describe() == "struct point *p"
+    points = np.zeros((2, 3), np.float32)
+    kernel(2, points, np.array([1, 2, 3, 4], np.float32))
+    assert points.tolist() == [[1, 0, 2], [3, 0, 4]]
+    with pytest.raises(r3.LaunchError, match="each element is 3 float32 values, but the "
+                       "array has 4, not a multiple of 3"):
+        kernel(1, np.zeros(4, np.float32), np.zeros(2, np.float32))
+
+
+def test_array_parameters_take_arrays_of_their_rank_and_shape(unique_name):
+    kernel = r3.kernel(
+        "void add(int n, int m, double out[n][m], const double a[n][m], const float w[4][m])"
+        " {\n  for (int i = 0; i < n; i++) for (int j = 0; j < m; j++)\n"
+        "    out[i][j] += a[i][j] * w[i % 4][j];\n}\n", entry="add", name=unique_name())
+    assert kernel.signature.describe() == (
+        "void add(int n, int m, double out[n][m], const double a[n][m], const float w[4][m])")
+    out, a, w = np.zeros((3, 2)), np.ones((3, 2)), np.full((4, 2), 2, np.float32)
+    kernel(3, 2, out, a, w)
+    assert out.tolist() == [[2.0, 2.0]] * 3
+    with pytest.raises(r3.LaunchError) as excinfo:
+        kernel(3, 2, out, np.ones((2, 3)), w)
+    assert str(excinfo.value) == (
+        f"kernel {kernel.name!r} argument 4 (const double a[n][m]): shape (2, 3) does not "
+        "match the declared bounds, which give (3, 2) with n=3, m=2")
+    with pytest.raises(r3.LaunchError, match=r"argument 5 \(const float w\[4\]\[m\]\): "
+                       r"expected a 2-D array, got shape \(8,\)"):
+        kernel(3, 2, out, a, np.zeros(8, np.float32))

@@ -260,6 +260,7 @@ def compile_to_ir(
     extra_flags: Sequence[str] = (),
     debug_info: bool = False,
     untrusted: bool = False,
+    preprocess_only: bool = False,
 ) -> str:
     """Compile ``source`` to unoptimised LLVM IR text without touching the disk.
 
@@ -267,7 +268,8 @@ def compile_to_ir(
     ``filename:line``; the result is cached by a hash of everything that affects it.
     ``untrusted`` text (a candidate's) may read only the kernel's own headers and the
     toolchain's, and its errors quote nothing else (see :func:`check_candidate_includes`
-    and :func:`sanitize_diagnostics`).
+    and :func:`sanitize_diagnostics`). ``preprocess_only`` returns the preprocessed text
+    instead (what declared array bounds are read from).
     """
     clang = find_clang()
     args = [
@@ -284,8 +286,7 @@ def compile_to_ir(
         *(f"-I{d}" for d in include_dirs),
         *macro_flags(macros),
         *extra_flags,
-        "-S",
-        "-emit-llvm",
+        *(["-E", "-P"] if preprocess_only else ["-S", "-emit-llvm"]),
         "-o",
         "-",
         "-x",
@@ -302,6 +303,8 @@ def compile_to_ir(
             _ir_cache.move_to_end(key)
             return _ir_cache[key]
     if untrusted:
+        if preprocess_only:
+            raise ValueError("a candidate's text is compiled, never only preprocessed")
         ir = candidate_text.compile_untrusted(args, text, source, filename, include_dirs,
                                               _toolchain_dirs())
     else:

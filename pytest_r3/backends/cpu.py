@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import CompileError, DeclarationError, EntryNotFoundError
 from ..model.arguments import ArgumentBinder
 from ..model.pipeline import Pipeline
-from ..model.signature import Signature, read_signature
+from ..model.signature import Signature, read_signature, with_declared_bounds
 from ..model.source import KernelSource
 from . import clang as toolchain
 from .base import Backend, Launcher
@@ -51,7 +51,7 @@ class CPUBackend(Backend):
         return toolchain.host_target().clang_flags()
 
     def compile(self, source: KernelSource, macros: Mapping[str, object],
-                debug_info: bool = False) -> str:
+                debug_info: bool = False, preprocess_only: bool = False) -> str:
         return toolchain.compile_to_ir(
             source.text,
             filename=source.filename,
@@ -59,9 +59,10 @@ class CPUBackend(Backend):
             target_flags=self._clang_flags(),
             language=self.language,
             include_dirs=source.include_dirs,
-            extra_flags=(*toolchain.EMIT_ALL_DECLARATIONS, *source.extra_flags),
+            extra_flags=(*toolchain.EMIT_ALL_DECLARATIONS, *source.flags),
             debug_info=debug_info,
             untrusted=source.untrusted,
+            preprocess_only=preprocess_only,
         )
 
     def target_machine(self):
@@ -95,7 +96,12 @@ class CPUBackend(Backend):
         self.reachable(module, entry, where)
         debug_ir = str(module)
         Pipeline().run(module, self.target_machine())
-        return read_signature(debug_ir, entry, _defined_function(module, entry), where=where)
+        signature = read_signature(debug_ir, entry, _defined_function(module, entry),
+                                   where=where)
+        if any(p.is_pointer for p in signature.params):  # C array bounds, as written
+            text = self.compile(source, macros, preprocess_only=True)
+            signature = with_declared_bounds(signature, text)
+        return signature
 
     def load(self, ir: str, entry: str, signature: Signature, pipeline: Pipeline,
              kernel_name: str) -> CPULauncher:

@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import CompileError, DeclarationError, ToolchainError
 from ..model.launch import LaunchConfig, LaunchLimits
 from ..model.pipeline import Pipeline
-from ..model.signature import Signature, read_signature
+from ..model.signature import Signature, read_signature, with_declared_bounds
 from ..model.source import KernelSource
 from . import clang as toolchain
 from . import cuda_tools
@@ -117,15 +117,15 @@ class CUDABackend(Backend):
 
     # -- compiling --------------------------------------------------------------------------
     def compile(self, source: KernelSource, macros: Mapping[str, object],
-                debug_info: bool = False) -> str:
+                debug_info: bool = False, preprocess_only: bool = False) -> str:
         # clang keeps only line tables for optimised NVPTX code; ask cc1 for variables too
         debug = ("-Xclang", "-debug-info-kind=constructor") if debug_info else ()
         return toolchain.compile_to_ir(
             source.text, filename=source.filename, macros=macros,
             target_flags=self.clang_flags(cuda_tools.find_libdevice() is not None),
             language=self.language, include_dirs=source.include_dirs,
-            extra_flags=(*debug, *source.extra_flags), debug_info=debug_info,
-            untrusted=source.untrusted)
+            extra_flags=(*debug, *source.flags), debug_info=debug_info,
+            untrusted=source.untrusted, preprocess_only=preprocess_only)
 
     def parse(self, ir: str, where: str):
         _initialize_nvptx()
@@ -150,7 +150,11 @@ class CUDABackend(Backend):
         signature = read_signature(debug_ir, symbol, module.get_function(symbol), where=where)
         if signature.return_dtype is not None:
             raise DeclarationError(f"{where}: a __global__ function returns void")
-        return Signature(entry, signature.params, None)
+        signature = Signature(entry, signature.params, None)
+        if any(p.is_pointer for p in signature.params):  # C array bounds, as written
+            signature = with_declared_bounds(
+                signature, self.compile(source, macros, preprocess_only=True))
+        return signature
 
     def compile_ptx(self, ir: str, entry: str, pipeline: Pipeline,
                     kernel_name: str = "") -> PTXBuild:
@@ -204,8 +208,9 @@ class CUDABackend(Backend):
         from . import cuda_runtime
 
         if launch is None:
-            raise DeclarationError(f"kernel {kernel_name!r}: a CUDA kernel needs launch= "
-                                   "(its grid and block); see docs/cuda.md")
+            raise DeclarationError(f"kernel {kernel_name!r} was declared without launch=: its "
+                                   "signature and PTX can be read, but a launch needs its grid "
+                                   "and block; add launch= to r3.kernel (see docs/cuda.md)")
         return cuda_runtime.runtime().launcher(ptx, symbol, signature, launch, dict(tunables),
                                                self.launch_limits, kernel_name, build)
 

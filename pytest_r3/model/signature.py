@@ -7,8 +7,13 @@ attributes LLVM infers once the module is optimised (``readonly``, ``memory(...)
 
 from __future__ import annotations
 
+import ast
+import functools
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+import numpy as np
 
 from ..errors import DeclarationError, EntryNotFoundError
 
@@ -31,16 +36,43 @@ for _bits in (8, 16, 32, 64):
 
 @dataclass(frozen=True)
 class Param:
-    """One kernel parameter: a scalar, or a pointer to elements of ``dtype``."""
+    """One kernel parameter: a scalar, or a pointer to elements of ``dtype``.
+
+    ``dims`` is set for a C array parameter (``double C[ni][nj]``): one bound per axis, as
+    written (a C expression over the other parameters, a number, or "" when unknown); a
+    call passes an array of that rank. ``components`` is the number of ``dtype`` values in
+    one element of a pointer to a vector type or a struct of one number type (``float4 *``:
+    4): a call passes an array of ``dtype`` whose size is a multiple of it.
+    """
 
     name: str
     ctype: str
     dtype: str
     is_pointer: bool
     written: bool = False
+    dims: tuple[str, ...] = ()
+    components: int = 1
 
     def describe(self) -> str:
+        if self.dims:
+            element = self.ctype.rstrip(" *")
+            return f"{element} {self.name}" + "".join(f"[{d}]" for d in self.dims)
         return f"{self.ctype} {self.name}".replace("* ", "*")
+
+    def as_dict(self) -> dict:
+        """Plain data, for the replay worker and recordings (``param_from_dict`` reads it)."""
+        data = {"name": self.name, "ctype": self.ctype, "dtype": self.dtype,
+                "is_pointer": self.is_pointer, "written": self.written}
+        if self.dims:
+            data["dims"] = list(self.dims)
+        if self.components != 1:
+            data["components"] = self.components
+        return data
+
+
+def param_from_dict(data) -> Param:
+    return Param(data["name"], data["ctype"], data["dtype"], data["is_pointer"],
+                 data["written"], tuple(data.get("dims", ())), int(data.get("components", 1)))
 
 
 @dataclass(frozen=True)
@@ -69,10 +101,57 @@ def _field(text: str, name: str) -> str | None:
     return next(g for g in match.groups() if g is not None)
 
 
-def _resolve(metadata: dict[str, str], ref: str | None, where: str) -> tuple[str, str, bool]:
-    """Follow typedefs and qualifiers: (C spelling, numpy dtype, is_pointer)."""
+@dataclass
+class _Type:
+    spelled: str
+    dtype: str
+    pointer: bool
+    inner: tuple[str, ...] = ()  # the bounds of a pointed-to array type (after the first)
+    components: int = 1
+
+
+def _subranges(metadata: dict[str, str], node: str) -> list[str]:
+    """The bounds of a DW_TAG_array_type node: numbers, or "" where not a constant."""
+    elements = metadata.get(_field(node, "elements") or "", "!{}")
+    bounds = []
+    for ref in re.findall(r"!(\d+)", elements):
+        count = _field(metadata[ref], "count")
+        bounds.append(count if count is not None and count.isdigit() else "")
+    return bounds
+
+
+def _members(metadata: dict[str, str], node: str, where: str) -> tuple[str, int, str]:
+    """(dtype, count, C name) of a struct whose members are all one number type and that has
+    no padding, or a DeclarationError saying why it cannot be an array element."""
+    name = _field(node, "name") or "struct"
+    refs = re.findall(r"!(\d+)", metadata.get(_field(node, "elements") or "", "!{}"))
+    dtypes = set()
+    for ref in refs:
+        member = metadata[ref]
+        if _field(member, "tag") != "DW_TAG_member":
+            continue
+        inner = _resolve(metadata, _field(member, "baseType"), where)
+        if inner.pointer or inner.inner or inner.components != 1:
+            dtypes.add("?")
+        dtypes.add(inner.dtype)
+    if len(dtypes) != 1 or "?" in dtypes:
+        raise DeclarationError(
+            f"{where}: struct {name!r} mixes member types; pointers to structs are read as "
+            "arrays of one number type (float4, struct {double re, im;}): pass the members "
+            "as separate arrays")
+    (dtype,) = dtypes
+    count = len(refs)
+    if int(_field(node, "size") or 0) != count * np.dtype(dtype).itemsize * 8:
+        raise DeclarationError(f"{where}: struct {name!r} has padding between or after its "
+                               "members, so it is not an array of numbers")
+    return dtype, count, name
+
+
+def _resolve(metadata: dict[str, str], ref: str | None, where: str) -> _Type:
+    """Follow typedefs and qualifiers down to the element type of a parameter."""
     qualifiers = []
     pointer = False
+    inner: list[str] = []
     spelled_name = None  # the outermost typedef, as the user wrote it
     while ref is not None and ref != "null":  # a null base type is void
         node = metadata[ref]
@@ -82,8 +161,22 @@ def _resolve(metadata: dict[str, str], ref: str | None, where: str) -> tuple[str
             if key not in _DTYPES:
                 raise DeclarationError(f"{where}: C type {name!r} has no numpy equivalent")
             spelled = " ".join([*qualifiers, spelled_name or name]) + (" *" if pointer else "")
-            return spelled, _DTYPES[key], pointer
+            return _Type(spelled, _DTYPES[key], pointer, tuple(inner))
         tag = _field(node, "tag")
+        vector = tag == "DW_TAG_array_type" and "DIFlagVector" in (_field(node, "flags") or "")
+        if pointer and not inner and (vector or tag == "DW_TAG_structure_type"):
+            if vector:  # float __attribute__((ext_vector_type(4))) and the like
+                element = _resolve(metadata, _field(node, "baseType"), where)
+                (count,) = _subranges(metadata, node) or [""]
+                dtype, components = element.dtype, int(count or 0)
+                name = spelled_name or f"{element.spelled} vector"
+            else:
+                dtype, components, name = _members(metadata, node, where)
+                name = spelled_name or f"struct {name}"
+            if components < 1:
+                raise DeclarationError(f"{where}: vector type {name!r} has no known length")
+            spelled = " ".join([*qualifiers, name]) + " *"
+            return _Type(spelled, dtype, True, (), components)
         if tag == "DW_TAG_pointer_type":
             if pointer:
                 raise DeclarationError(
@@ -93,6 +186,8 @@ def _resolve(metadata: dict[str, str], ref: str | None, where: str) -> tuple[str
             pointer = True
             qualifiers = []
             spelled_name = None
+        elif tag == "DW_TAG_array_type" and pointer and not vector:
+            inner += _subranges(metadata, node)  # double C[ni][nj] arrives as double (*)[nj]
         elif tag == "DW_TAG_const_type":
             qualifiers.append("const")
         elif tag == "DW_TAG_typedef" and spelled_name is None:
@@ -101,7 +196,8 @@ def _resolve(metadata: dict[str, str], ref: str | None, where: str) -> tuple[str
                          "DW_TAG_atomic_type"):
             raise DeclarationError(
                 f"{where}: unsupported parameter type ({tag or node.split('(')[0]}); kernels "
-                "take scalars and pointers to numbers"
+                "take scalars, pointers to numbers, C arrays of numbers and pointers to "
+                "vector types or structs of one number type"
             )
         ref = _field(node, "baseType")
     if pointer:
@@ -163,21 +259,24 @@ def read_signature(debug_ir: str, entry: str, optimised_function=None,
                 f"{where}: variadic kernels ('...') are not supported; declare every parameter"
             )
         name = names.get(index, f"arg{index}")
-        ctype, dtype, is_pointer = _resolve(metadata, ref, f"{where}: parameter {name!r}")
-        if is_pointer:
+        kind = _resolve(metadata, ref, f"{where}: parameter {name!r}")
+        if kind.pointer:
             if written_flags is not None:
                 written = written_flags[index - 1]
             else:
-                written = not ctype.startswith("const")
+                written = not kind.spelled.startswith("const")
         else:
             written = False
-        params.append(Param(name, ctype, dtype, is_pointer, written))
+        dims = ("", *kind.inner) if kind.inner else ()
+        params.append(Param(name, kind.spelled, kind.dtype, kind.pointer, written, dims,
+                            kind.components))
     return_ref = type_refs[0]
     return_dtype = None
     if return_ref != "null":
-        _, return_dtype, ret_pointer = _resolve(metadata, return_ref, f"{where}: return type")
-        if ret_pointer:
+        returned = _resolve(metadata, return_ref, f"{where}: return type")
+        if returned.pointer:
             raise DeclarationError(f"{where}: a kernel may return a number, not a pointer")
+        return_dtype = returned.dtype
     return Signature(entry, tuple(params), return_dtype)
 
 
@@ -192,3 +291,121 @@ def _written_flags(function) -> list[bool] | None:
         read_only = bool(attrs & {"readonly", "readnone"}) or "write" not in argmem
         flags.append(not read_only)
     return flags
+
+
+# -- the bounds of C array parameters, as written ---------------------------------------------
+_QUALIFIER = re.compile(r"\b(?:restrict|__restrict__|__restrict|const|volatile|static)\b")
+_DECLARED_ARRAY = re.compile(r"^[\w\s*]*?\w[\w\s*]*?[\s*]([A-Za-z_]\w*)\s*((?:\[[^\[\]]*\]\s*)+)$")
+_INTEGER_SUFFIX = re.compile(r"\b(\d+)[uUlL]+\b")
+
+
+def _parameter_list(text: str, start: int) -> tuple[str, int] | None:
+    """The text between the parenthesis at ``start`` and its match, and where it ends."""
+    depth = 0
+    for index in range(start, len(text)):
+        if text[index] == "(":
+            depth += 1
+        elif text[index] == ")":
+            depth -= 1
+            if depth == 0:
+                return text[start + 1:index], index
+    return None
+
+
+def _split_top_level(text: str) -> list[str]:
+    parts, depth, current = [], 0, []
+    for char in text:
+        if char in "([":
+            depth += 1
+        elif char in ")]":
+            depth -= 1
+        if char == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    parts.append("".join(current))
+    return parts
+
+
+def declared_bounds(preprocessed: str, entry: str) -> dict[str, tuple[str, ...]]:
+    """The array bounds of ``entry``'s parameters as its definition writes them, from the
+    preprocessed source: ``{"C": ("ni", "nj")}`` for ``double C[ni][nj]`` (``POLYBENCH_2D``
+    and the like already expanded). The debug info keeps only the inner constant bounds;
+    the first, and which parameters the others name, exist only in the text."""
+    found: dict[str, tuple[str, ...]] = {}
+    for match in re.finditer(rf"\b{re.escape(entry)}\s*\(", preprocessed):
+        listed = _parameter_list(preprocessed, match.end() - 1)
+        if listed is None:
+            continue
+        text, end = listed
+        bounds = {}
+        for part in _split_top_level(text):
+            declared = _DECLARED_ARRAY.match(" ".join(part.split()))
+            if declared:
+                bounds[declared.group(1)] = tuple(
+                    _simplified(" ".join(_QUALIFIER.sub(" ", b).split()))
+                    for b in re.findall(r"\[([^\[\]]*)\]", declared.group(2)))
+        if bounds:
+            found = bounds
+            if preprocessed[end + 1:].lstrip().startswith("{"):
+                break  # the definition: its bounds are the ones the body uses
+    return found
+
+
+def _simplified(bound: str) -> str:
+    """``"1000 + 0"`` -> ``"1000"``, ``"ni + 0"`` -> ``"ni"`` (padding macros set to 0)."""
+    constant = bound_value(bound, {})
+    if constant is not None:
+        return str(constant)
+    return re.sub(r"(?:\s*[+-]\s*0)+$", "", bound).strip()
+
+
+def with_declared_bounds(signature: Signature, preprocessed: str) -> Signature:
+    """``signature`` with each array parameter's bounds as written (see declared_bounds),
+    where the text agrees with the debug info on the rank."""
+    written = declared_bounds(preprocessed, signature.entry)
+    if not written:
+        return signature
+    params = []
+    for param in signature.params:
+        bounds = written.get(param.name)
+        rank = len(param.dims) or 1
+        if param.is_pointer and param.components == 1 and bounds and len(bounds) == rank:
+            param = replace(param, dims=tuple(
+                text or known for text, known in zip(bounds, param.dims or ("",), strict=True)))
+        params.append(param)
+    return replace(signature, params=tuple(params))
+
+
+_BOUND_NODES = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Load,
+                ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.USub, ast.UAdd)
+
+
+@functools.lru_cache(maxsize=256)
+def _bound_code(expression: str):
+    """(compiled expression, names it uses), or None if it is not integer arithmetic over
+    names and numbers (C's ``/`` on sizes read as floor division)."""
+    text = _INTEGER_SUFFIX.sub(r"\1", expression).replace("/", "//")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if not isinstance(node, _BOUND_NODES) or (
+                isinstance(node, ast.Constant) and type(node.value) is not int):
+            return None
+    names = frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
+    return compile(tree, "<bound>", "eval"), names
+
+
+def bound_value(expression: str, values: Mapping[str, int]) -> int | None:
+    """The value of an array bound (``"ni"``, ``"1000 + 0"``, ``"n - 1"``) given integer
+    parameter values, or None when it cannot be known (other names, other operations)."""
+    compiled = _bound_code(expression) if expression else None
+    if compiled is None or not compiled[1] <= values.keys():
+        return None
+    try:
+        return int(eval(compiled[0], {"__builtins__": {}}, dict(values)))  # checked above
+    except ArithmeticError:
+        return None

@@ -229,8 +229,7 @@ def capture(kernel, args: tuple, run: Callable[[], object], test: str) -> tuple[
                if p.written}
     scalars = {p.name: (int(a) if np.dtype(p.dtype).kind in "iub" else float(a))
                for p, a in zip(signature.params, args, strict=False) if not p.is_pointer}
-    params = [{"name": p.name, "dtype": p.dtype, "is_pointer": p.is_pointer,
-               "written": p.written, "ctype": p.ctype} for p in signature.params]
+    params = [p.as_dict() for p in signature.params]
     returned = None if result is None else (float(result) if isinstance(result, float)
                                             else int(result))
     pointers = [(p.name, a) for p, a in zip(signature.params, args, strict=False)

@@ -40,7 +40,8 @@ class CandidateCompiler:
         self.backend = backend
         self.static_check = static_check
         self.source = KernelSource(spec.source_text, spec.filename,
-                                   include_dirs=tuple(spec.include_dirs))
+                                   include_dirs=tuple(spec.include_dirs),
+                                   defines=tuple(tuple(d) for d in spec.defines))
         self.baseline_ir = self._clang(self.source, {})
         with _llvm_lock:
             module = self._reachable(self.baseline_ir)
