@@ -221,7 +221,7 @@ ATTACKS = {
     "global initialised with system": ("""
         #include <stdlib.h>
         int (*const launcher)(const char *) = system;
-        void k(long n, float *out) { out[0] = launcher != 0; }
+        void k(long n, float *out) { out[0] = (&launcher)[n] != 0; }
     """, {"system": "symbol_reference"}),
     "table of function pointers": ("""
         #include <stdlib.h>
@@ -280,7 +280,7 @@ def test_references_are_attributed_to_their_function_or_initializer():
         #include <stdlib.h>
         void *const holder = (void *)exit;
         static void helper(float *out) { *(void **)out = (void *)abort; }
-        void k(long n, float *out) { helper(out); out[1] = holder != 0; }
+        void k(long n, float *out) { helper(out); out[1] = (&holder)[n] != 0; }
     """)
     described = {v.describe() for v in violations}
     assert "reference to external function 'exit' (its address is taken) in the " \
