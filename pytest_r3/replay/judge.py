@@ -81,7 +81,8 @@ class Judge:
                 sizes = ", ".join(f"{n}={v}" for n, v in scalars.items()
                                   if v != smallest.scalars[n])
                 fresh.append(Case(f"{smallest.label} at a derived size ({sizes})", "derived",
-                                  scalars, smallest.slots))
+                                  scalars, planning.resized(smallest.slots, self.spec.params,
+                                                            scalars)))
         return planned + fresh
 
     def learn(self, case: Case, run_batch) -> None:
