@@ -207,3 +207,57 @@ def test_cases_at_derived_sizes_reshape_c_arrays():
     (larger,) = resized([Slot(["c"], True, c)], params, {"n": 4, "m": 4})
     assert larger.values.shape == (4, 4)
     assert (larger.values[:3] == c).all()
+
+
+GEMM_CU = EXISTING / "gemm_cuda" / "gemm.cu"
+SIZES = {"NI": 64, "NJ": 48, "NK": 32}
+
+
+def _cuda_gemm(name: str, **options):
+    return r3.kernel(GEMM_CU, entry="gemm_kernel", backend="cuda", name=name,
+                     include_dirs=[EXISTING / "utilities"], **options)
+
+
+def test_cuda_file_with_host_code_builds_for_the_device_unchanged(unique_name):
+    from pytest_r3.backends import cuda_tools
+
+    before = GEMM_CU.read_bytes()
+    kernel = _cuda_gemm(unique_name(), defines={**SIZES, "DATA_TYPE_IS_DOUBLE": None})
+    assert kernel.signature.describe() == \
+        "void gemm_kernel(DATA_TYPE *a, DATA_TYPE *b, DATA_TYPE *c)"
+    assert {p.dtype for p in kernel.signature.params} == {"float64"}
+    assert [p.name for p in kernel.signature.written] == ["c"]
+    backend = kernel.backend
+    build = backend.compile_ptx(backend.compile(kernel.source, {}), kernel.entry,
+                                kernel.pipeline, kernel.name)
+    assert f".entry {build.symbol}(" in build.ptx
+    assert "main" not in build.ptx and "rtclock" not in build.ptx
+    if cuda_tools.find_tool("ptxas") is not None:
+        assert build.diagnostics["ptxas"] == "ok", build.diagnostics
+    assert GEMM_CU.read_bytes() == before
+
+
+@pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="nvcc not installed")
+def test_nvcc_builds_the_same_cuda_file_with_its_defines_and_include_dirs(unique_name):
+    from pytest_r3.backends import cuda_tools
+
+    kernel = _cuda_gemm(unique_name(), defines=SIZES)
+    ptx = cuda_tools.nvcc_ptx(kernel.source, {}, "sm_80")
+    assert cuda_tools.match_symbol(cuda_tools.ptx_entries(ptx), "gemm_kernel", "gemm")
+
+
+def test_cuda_file_with_host_code_launches_where_a_gpu_is(unique_name):
+    from pytest_r3.backends.cuda_runtime import unavailable_reason
+
+    reason = unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"CUDA kernels cannot run here: {reason}")
+    kernel = _cuda_gemm(unique_name(), defines=SIZES, launch={
+        "grid": lambda args, t: (SIZES["NJ"] // 32, SIZES["NI"] // 8), "block": (32, 8)})
+    rng = np.random.default_rng(0)
+    a = rng.random((SIZES["NI"], SIZES["NK"]), dtype=np.float32)
+    b = rng.random((SIZES["NK"], SIZES["NJ"]), dtype=np.float32)
+    c = rng.random((SIZES["NI"], SIZES["NJ"]), dtype=np.float32)
+    expected = 32412.0 * a.astype(np.float64) @ b + 2123.0 * c
+    kernel(a, b, c)
+    np.testing.assert_allclose(c, expected, rtol=1e-4)
