@@ -5,6 +5,7 @@ include directories, CUDA files with host code."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -182,7 +183,8 @@ def test_polybench_style_file_is_recorded_tuned_and_checked_unchanged(polybench_
     tuned = _run_pytest(polybench_project, "--r3-tune")
     assert tuned.returncode == 0, tuned.stdout + tuned.stderr
     (results,) = (polybench_project / ".r3" / "results" / "kernel_gemm").glob("*.jsonl")
-    statuses = [json.loads(line)["result"]["status"] for line in results.read_text().splitlines() if line.strip()]
+    lines = [line for line in results.read_text().splitlines() if line.strip()]
+    statuses = [json.loads(line)["result"]["status"] for line in lines]
     # every candidate built, passed the static check and verification: main's printf,
     # stderr, strcmp and polybench_alloc_data count against none of them
     assert statuses == ["ok"] * 6, tuned.stdout
@@ -261,3 +263,61 @@ def test_cuda_file_with_host_code_launches_where_a_gpu_is(unique_name):
     expected = 32412.0 * a.astype(np.float64) @ b + 2123.0 * c
     kernel(a, b, c)
     np.testing.assert_allclose(c, expected, rtol=1e-4)
+
+
+def _declared_gemm(name: str, **defines):
+    return r3.kernel(GEMM, entry="kernel_gemm", name=name, include_dirs=[EXISTING / "utilities"],
+                     defines={"POLYBENCH_USE_C99_PROTO": None, "MINI_DATASET": None, **defines})
+
+
+def test_a_rewrite_sees_the_declared_include_dirs_and_defines(unique_name):
+    """A candidate compiles like the baseline: the suite's utility header is visible in its
+    restricted file system, the -D configuration applies, and its main still never counts."""
+    from pytest_r3.backends import get_backend
+    from pytest_r3.replay.compile import CandidateCompiler
+    from pytest_r3.replay.protocol import Candidate, KernelSpec, Rejected
+
+    kernel = _declared_gemm(unique_name(), DATA_TYPE_IS_FLOAT=1)
+    compiler = CandidateCompiler(KernelSpec.from_kernel(kernel), get_backend("cpu"))
+    rewrite = GEMM.read_text().replace("C[i][j] *= beta;", "C[i][j] = C[i][j] * beta;")
+    compiled = compiler.compile(Candidate(source_text=rewrite))
+    assert re.search(r"^define [^\n]*void @kernel_gemm\([^\n]*float", compiled.ir, re.M)
+    assert "@main" not in compiled.ir and "polybench_alloc_data" not in compiled.ir
+    with pytest.raises(Rejected) as excinfo:  # what the entry reaches is still checked
+        compiler.compile(Candidate(source_text=GEMM.read_text().replace(
+            "C[i][j] *= beta;", "C[i][j] *= beta; if (i == 0) printf(\"x\");")))
+    assert "printf" in str(excinfo.value.__dict__)
+
+
+def test_defines_and_include_dirs_are_part_of_the_source_fingerprint(unique_name, tmp_path):
+    from pytest_r3.kernel.lock import source_fingerprint
+
+    as_float = _declared_gemm(unique_name(), DATA_TYPE_IS_FLOAT=1)
+    as_double = _declared_gemm(unique_name(), DATA_TYPE_IS_DOUBLE=1)
+    assert source_fingerprint(as_float) != source_fingerprint(as_double)
+    assert source_fingerprint(as_float) == \
+        source_fingerprint(_declared_gemm(unique_name(), DATA_TYPE_IS_FLOAT=1))
+    assert as_float.signature.params[3].dtype == "float32"
+    assert as_double.signature.params[3].dtype == "float64"
+
+
+def test_bad_configuration_is_refused_at_declaration(unique_name):
+    with pytest.raises(r3.DeclarationError, match="include_dirs: folder 'nowhere' not found"):
+        r3.kernel(GEMM, entry="kernel_gemm", name=unique_name(), include_dirs=["nowhere"])
+    with pytest.raises(r3.DeclarationError, match="include_dirs must be a list of folders"):
+        r3.kernel(GEMM, entry="kernel_gemm", name=unique_name(), include_dirs="utilities")
+    with pytest.raises(r3.DeclarationError, match="'1X' is not a C macro name"):
+        r3.kernel(GEMM, entry="kernel_gemm", name=unique_name(), defines={"1X": 1})
+    with pytest.raises(r3.DeclarationError, match="NI is both in defines= .* and in tune="):
+        r3.kernel(GEMM, entry="kernel_gemm", name=unique_name(), defines={"NI": 8},
+                  tune={"NI": [8, 16]})
+
+
+def test_the_prompt_shows_the_call_and_the_configuration():
+    from pytest_r3.llm.prompts import stable_context
+
+    context = stable_context("gemm", "kernel_gemm", "int x;\n", ["C(20, 25)"], "cpu-x",
+                             signature="void kernel_gemm(int ni, int nj, float C[ni][nj])",
+                             flags=("-DDATA_TYPE_IS_FLOAT=1",))
+    assert "Called as `void kernel_gemm(int ni, int nj, float C[ni][nj])`" in context
+    assert "Compiled with `-DDATA_TYPE_IS_FLOAT=1`" in context

@@ -150,8 +150,8 @@ def test_static_function_is_an_entry_and_unknown_entries_list_static_ones(mixed_
         ("enum mode { A, B };\nvoid f(enum mode m, float *out) { out[0] = m; }", "m",
          "unsupported parameter type (DW_TAG_enumeration_type)"),
     ],
-    ids=["pointer-to-pointer", "void-pointer", "const-void-pointer", "struct", "mixed-struct-pointer",
-         "long-double", "enum"],
+    ids=["pointer-to-pointer", "void-pointer", "const-void-pointer", "struct",
+         "mixed-struct-pointer", "long-double", "enum"],
 )
 def test_unsupported_parameter_types_name_the_parameter(source, parameter, problem, unique_name):
     kernel = r3.kernel(source + "\n", entry="f", name=unique_name())

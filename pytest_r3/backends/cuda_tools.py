@@ -178,7 +178,8 @@ def nvcc_ptx(source: KernelSource, macros: Mapping[str, object], arch: str,
         output = Path(folder) / f"{name}.ptx"
         command = [nvcc, "-O3", "-ptx", f"-arch={arch}", "-I", str(HEADER.parent),
                    "-include", str(HEADER), *(f"-I{d}" for d in source.include_dirs),
-                   *macro_flags(macros), *source.define_flags, *extra_flags, str(path), "-o", str(output)]
+                   *macro_flags(macros), *source.define_flags, *extra_flags, str(path),
+                   "-o", str(output)]
         result = subprocess.run(command, capture_output=True, text=True, timeout=600)
         if result.returncode != 0:
             message = (result.stderr or result.stdout).strip()
