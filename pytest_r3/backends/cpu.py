@@ -217,13 +217,26 @@ def _defined_function(module, entry: str, static_too: bool = False):
     return function
 
 
+def _in_process(name: str) -> bool:
+    """Whether the JIT can link ``name``: a symbol given to LLVM, or one the process has
+    loaded (libc, libm), found the way the JIT finds it."""
+    import llvmlite.binding as llvm
+
+    if llvm.address_of_symbol(name):
+        return True
+    try:
+        return bool(ctypes.cast(getattr(_PROCESS, name), ctypes.c_void_p).value)
+    except (AttributeError, ValueError):
+        return False
+
+
+_PROCESS = ctypes.CDLL(None)
+
+
 def _check_resolvable(module, entry: str, where: str) -> None:
     """Refuse, with its name, a symbol the entry needs that neither the source nor this
     process defines: the JIT would otherwise end the whole process when it links."""
-    import llvmlite.binding as llvm
-
-    missing = [name for name in toolchain.unresolved_symbols(module)
-               if not llvm.address_of_symbol(name)]
+    missing = [name for name in toolchain.unresolved_symbols(module) if not _in_process(name)]
     if missing:
         names = ", ".join(repr(name) for name in missing)
         message = (f"{where}: the entry {entry!r} uses {names}, defined neither in its source "
