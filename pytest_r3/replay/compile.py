@@ -82,6 +82,12 @@ class CandidateCompiler:
                 ir = str(module)
                 violations = sandbox.check_module(module, baseline=self.baseline_state) \
                     if self.static_check else []
+                if pattern_ir is not None:  # the same text: cut, and checked, the same way
+                    patterned = self._reachable(pattern_ir)
+                    pattern_ir = str(patterned)
+                    if self.static_check and not violations:
+                        violations = sandbox.check_module(patterned,
+                                                          baseline=self.baseline_state)
         except R3Error as exc:
             raise Rejected(COMPILE_ERROR, "compile_error", str(exc)) from None
         if violations:
