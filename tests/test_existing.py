@@ -321,3 +321,33 @@ def test_the_prompt_shows_the_call_and_the_configuration():
                              flags=("-DDATA_TYPE_IS_FLOAT=1",))
     assert "Called as `void kernel_gemm(int ni, int nj, float C[ni][nj])`" in context
     assert "Compiled with `-DDATA_TYPE_IS_FLOAT=1`" in context
+
+
+def test_struct_pointers_take_structured_arrays_too(unique_name):
+    kernel = r3.kernel("struct point { float x, y; };\n"
+                       "void swap(int n, struct point *p) {\n"
+                       "  for (int i = 0; i < n; i++) { float t = p[i].x; p[i].x = p[i].y;"
+                       " p[i].y = t; }\n}\n", entry="swap", name=unique_name())
+    points = np.array([(1, 2), (3, 4)], dtype=[("x", np.float32), ("y", np.float32)])
+    kernel(2, points)
+    assert points.tolist() == [(2.0, 1.0), (4.0, 3.0)]
+    from pytest_r3.record.store import capture
+
+    _, recording = capture(kernel, (2, points), lambda: kernel(2, points), "test_x")
+    assert recording.inputs["p"].dtype == np.float32  # recorded as the numbers it holds
+    assert recording.outputs["p"].tolist() == [1.0, 2.0, 3.0, 4.0]
+    padded = np.zeros(2, dtype=[("x", np.float32), ("y", np.float64)])
+    with pytest.raises(r3.LaunchError, match="expected dtype float32"):
+        kernel(2, padded)
+
+
+def test_cuda_pointers_to_vector_structs_read_as_arrays_of_numbers(unique_name):
+    kernel = r3.kernel(
+        "struct __attribute__((aligned(16))) vec4 { float x, y, z, w; };\n"
+        "__global__ void norms(int n, const vec4 *v, float *out) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) out[i] = v[i].x * v[i].x + v[i].y * v[i].y + v[i].z * v[i].z;\n}\n",
+        entry="norms", backend="cuda", name=unique_name())
+    v = kernel.signature.params[1]
+    assert (v.dtype, v.components, v.written) == ("float32", 4, False)
+    assert v.describe() == "const vec4 *v"

@@ -39,11 +39,25 @@ def _array_converter(kernel: str, index: int, param: Param, by_object: bool) -> 
             and value.flags.c_contiguous
             and (not written or value.flags.writeable)
         ) or _usable_subclass(value, dtype, written)) and (not rank or value.ndim == rank) \
-                and (components == 1 or value.size % components == 0):
+                and (components == 1 or value.size % components == 0) \
+                or components > 1 and _packed_records(value, dtype, components, written):
             return value if by_object else value.__array_interface__["data"][0]
         raise LaunchError(_array_problem(kernel, index, param, dtype, value))
 
     return convert
+
+
+def _packed_records(value: object, dtype: np.dtype, components: int, written: bool) -> bool:
+    """A structured array whose records are ``components`` fields of ``dtype`` and nothing
+    else: the same bytes as the C struct (``np.dtype([("x", "f4"), ("y", "f4")])`` for
+    ``struct { float x, y; } *``)."""
+    kind = getattr(value, "dtype", None)
+    return (
+        isinstance(value, np.ndarray) and kind.names is not None
+        and len(kind.names) == components and kind.itemsize == components * dtype.itemsize
+        and all(kind.fields[name][0] == dtype for name in kind.names)
+        and value.flags.c_contiguous and (not written or value.flags.writeable)
+    )
 
 
 def _usable_subclass(value: object, dtype: np.dtype, written: bool) -> bool:

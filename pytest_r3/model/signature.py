@@ -172,7 +172,8 @@ def _resolve(metadata: dict[str, str], ref: str | None, where: str) -> _Type:
                 name = spelled_name or f"{element.spelled} vector"
             else:
                 dtype, components, name = _members(metadata, node, where)
-                name = spelled_name or f"struct {name}"
+                cplusplus = _field(node, "identifier") is not None  # C++ says vec4, C struct vec4
+                name = spelled_name or (name if cplusplus else f"struct {name}")
             if components < 1:
                 raise DeclarationError(f"{where}: vector type {name!r} has no known length")
             spelled = " ".join([*qualifiers, name]) + " *"
