@@ -351,3 +351,17 @@ def test_cuda_pointers_to_vector_structs_read_as_arrays_of_numbers(unique_name):
     v = kernel.signature.params[1]
     assert (v.dtype, v.components, v.written) == ("float32", 4, False)
     assert v.describe() == "const vec4 *v"
+
+
+def test_a_static_cuda_kernel_is_an_entry_and_unreached_kernels_are_not_built(unique_name):
+    kernel = r3.kernel(
+        "static __global__ void twice(int n, float *x)\n"
+        "{ int i = threadIdx.x; if (i < n) x[i] *= 2; }\n"
+        "__global__ void other(float *y) { y[0] = expf(y[0]); }\n",
+        entry="twice", backend="cuda", name=unique_name())
+    assert kernel.signature.describe() == "void twice(int n, float *x)"
+    backend = kernel.backend
+    build = backend.compile_ptx(backend.compile(kernel.source, {}), kernel.entry,
+                                kernel.pipeline, kernel.name)
+    assert build.ptx.count(".entry") == 1 and f".visible .entry {build.symbol}(" in build.ptx
+    assert not build.libdevice  # only the unreached kernel needed libdevice's expf

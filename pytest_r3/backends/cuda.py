@@ -165,7 +165,8 @@ class CUDABackend(Backend):
         where = f"kernel {kernel_name or entry!r}"
         prepared = pipeline.prepare_ir(ir)
         symbol = cuda_tools.match_symbol(_KERNEL_DEFINE.findall(prepared), entry, where)
-        module = self.parse(prepared, where)
+        module = self.parse(toolchain.without_linker_keep(prepared), where)
+        toolchain.keep_reachable(module, symbol, self.target_machine())  # a static one too
         libdevice = any(f.is_declaration and f.name.startswith("__nv_")
                         for f in module.functions)
         if libdevice:

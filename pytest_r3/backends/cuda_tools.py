@@ -77,7 +77,7 @@ def match_symbol(symbols: Iterable[str], entry: str, where: str) -> str:
     symbols = list(dict.fromkeys(symbols))
     if entry in symbols:
         return entry
-    mangled = re.compile(rf"_Z{len(entry)}{re.escape(entry)}[A-Za-z]")
+    mangled = re.compile(rf"_ZL?{len(entry)}{re.escape(entry)}[A-Za-z]")  # L: static
     found = [s for s in symbols if mangled.match(s)]
     if len(found) == 1:
         return found[0]
@@ -89,13 +89,12 @@ def match_symbol(symbols: Iterable[str], entry: str, where: str) -> str:
     names = [demangled_name(s) for s in symbols]
     raise EntryNotFoundError(
         f"{where}: no __global__ function {entry!r} in the source (its kernels: "
-        f"{', '.join(names) or 'none'}). Check entry= and that the function is __global__ "
-        "and not static.")
+        f"{', '.join(names) or 'none'}). Check entry= and that the function is __global__.")
 
 
 def demangled_name(symbol: str) -> str:
     """``_Z4vaddPKfS0_Pfi`` -> ``vadd`` (free functions only), else the symbol itself."""
-    match = re.match(r"_Z(\d+)", symbol)
+    match = re.match(r"_ZL?(\d+)", symbol)
     if match:
         length = int(match.group(1))
         return symbol[match.end():match.end() + length]
