@@ -147,7 +147,7 @@ def converters(kernel: str, signature: Signature, arrays_by_object: bool) -> lis
     return result
 
 
-def _shape_check(kernel: str, signature: Signature) -> Callable[[Sequence[object]], None] | None:
+def shape_check(kernel: str, signature: Signature) -> Callable[[Sequence[object]], None] | None:
     """Checks the shapes of C array arguments against the bounds their parameters declare
     (``double C[ni][nj]`` called with ni=3, nj=4 takes a (3, 4) array), or None when no
     bound can be checked."""
@@ -181,7 +181,7 @@ class ArgumentBinder:
         self.signature = signature
         self._converters = converters(kernel, signature, arrays_by_object)
         self._count = len(self._converters)
-        self._shapes = _shape_check(kernel, signature)
+        self._shapes = shape_check(kernel, signature)
 
     def __call__(self, args: Sequence[object]) -> list[object]:
         if len(args) != self._count:
