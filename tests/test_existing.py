@@ -365,3 +365,20 @@ def test_a_static_cuda_kernel_is_an_entry_and_unreached_kernels_are_not_built(un
                                 kernel.pipeline, kernel.name)
     assert build.ptx.count(".entry") == 1 and f".visible .entry {build.symbol}(" in build.ptx
     assert not build.libdevice  # only the unreached kernel needed libdevice's expf
+
+
+def test_one_and_three_dimensional_array_parameters(unique_name):
+    kernel = r3.kernel(
+        "void sum3(int nr, int nq, int np_, double A[nr][nq][np_], double s[nr], const int w[3])"
+        " {\n  for (int r = 0; r < nr; r++) { s[r] = 0;\n"
+        "    for (int q = 0; q < nq; q++) for (int p = 0; p < np_; p++)"
+        " s[r] += A[r][q][p] * w[p % 3]; }\n}\n", entry="sum3", name=unique_name())
+    params = {p.name: p for p in kernel.signature.params}
+    assert params["A"].dims == ("nr", "nq", "np_")
+    assert params["s"].dims == ("nr",) and params["w"].dims == ("3",)
+    a = np.arange(24.0).reshape(2, 3, 4)
+    s = np.zeros(2)
+    kernel(2, 3, 4, a, s, np.array([1, 0, 0], np.int32))
+    assert s.tolist() == [a[0][:, [0, 3]].sum(), a[1][:, [0, 3]].sum()]
+    with pytest.raises(r3.LaunchError, match=r"argument 5 \(double s\[nr\]\): shape \(3,\)"):
+        kernel(2, 3, 4, a, np.zeros(3), np.zeros(3, np.int32))
