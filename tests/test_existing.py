@@ -382,3 +382,19 @@ def test_one_and_three_dimensional_array_parameters(unique_name):
     assert s.tolist() == [a[0][:, [0, 3]].sum(), a[1][:, [0, 3]].sum()]
     with pytest.raises(r3.LaunchError, match=r"argument 5 \(double s\[nr\]\): shape \(3,\)"):
         kernel(2, 3, 4, a, np.zeros(3), np.zeros(3, np.int32))
+
+
+def test_bounds_are_read_from_the_definition_and_evaluated_as_integer_arithmetic():
+    from pytest_r3.model.bounds import bound_value, declared_bounds
+
+    text = ("void k(int n, double x[n]);\n"
+            "static void k(int ni, int nj, double C[ restrict ni + 0][nj + 0],\n"
+            "              double A[ 1000 + 0][1100UL], float w[2 * ni])\n{ }\n"
+            "int main(void) { k(ni, nj, *C, &A[0], w); k(3, 4, C[1], A, &w[2]); }\n")
+    assert declared_bounds(text, "k") == {"C": ("ni", "nj"), "A": ("1000", "1100"),
+                                          "w": ("2 * ni",)}
+    assert bound_value("2 * ni", {"ni": 5}) == 10
+    assert bound_value("(n + 7) / 8", {"n": 9}) == 2
+    assert bound_value("n", {}) is None  # unknown name: not checked
+    for hostile in ("__import__('os').system('x')", "n.real", "[n][0]", "2.5", "n ** 99"):
+        assert bound_value(hostile, {"n": 3}) is None, hostile

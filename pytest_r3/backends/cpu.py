@@ -11,8 +11,9 @@ import numpy as np
 
 from ..errors import CompileError, DeclarationError, EntryNotFoundError
 from ..model.arguments import ArgumentBinder
+from ..model.bounds import with_declared_bounds
 from ..model.pipeline import Pipeline
-from ..model.signature import Signature, read_signature, with_declared_bounds
+from ..model.signature import Signature, read_signature
 from ..model.source import KernelSource
 from . import clang as toolchain
 from .base import Backend, Launcher

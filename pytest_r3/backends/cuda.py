@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import CompileError, DeclarationError, ToolchainError
+from ..model.bounds import with_declared_bounds
 from ..model.launch import LaunchConfig, LaunchLimits
 from ..model.pipeline import Pipeline
-from ..model.signature import Signature, read_signature, with_declared_bounds
+from ..model.signature import Signature, read_signature
 from ..model.source import KernelSource
 from . import clang as toolchain
 from . import cuda_tools

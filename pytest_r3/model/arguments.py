@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..errors import LaunchError
-from .signature import Param, Signature, bound_value
+from .bounds import bound_value
+from .signature import Param, Signature
 
 Converter = Callable[[object], object]
 

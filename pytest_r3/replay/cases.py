@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model.signature import bound_value
+from ..model.bounds import bound_value
 from ..record.store import Recording
 from . import verify
 
