@@ -108,13 +108,14 @@ def _sections(output: str) -> dict[str, list[str]]:
 def test_example_project_r3_list(example_runs):
     returncode, output = example_runs["list"]
     assert returncode == 0, output
-    assert "pytest-r3: 6 kernel(s) declared" in output
+    assert "pytest-r3: 7 kernel(s) declared" in output
+    assert "kernel_gemm [cpu]  exampleproj/existing/gemm/gemm.c:kernel_gemm" in output
     for name, source in (("saxpy", "saxpy"), ("stencil2d", "stencil2d"),
                          ("matmul_tiled", "matmul")):
         assert f"{name} [cuda]  exampleproj/cuda/{source}.cu:{name}" in output
     assert re.search(r"no tests ran", output)
     sections = _sections(output)
-    assert set(sections) == set(EXAMPLE_KERNELS)
+    assert set(sections) == {*EXAMPLE_KERNELS, "kernel_gemm"}
     for name, tunables in EXAMPLE_KERNELS.items():
         lines = sections[name]
         assert lines[0] == f"{name} [cpu]  exampleproj/kernels/{name}.c:{name}"

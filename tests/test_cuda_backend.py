@@ -227,9 +227,15 @@ def test_the_same_sources_build_with_nvcc(entry):
 
 
 # -- declaring and launch configurations ------------------------------------------------------
-def test_launch_is_required_for_cuda_and_refused_for_cpu():
-    with pytest.raises(r3.DeclarationError, match="cuda kernels need launch="):
-        r3.kernel(CUDA_DIR / "saxpy.cu", entry="saxpy", backend="cuda", name="no_launch")
+def test_launch_is_needed_only_to_launch_and_refused_for_cpu():
+    kernel = r3.kernel(CUDA_DIR / "saxpy.cu", entry="saxpy", backend="cuda", name="no_launch")
+    assert [p.name for p in kernel.signature.params]  # read without launch=
+    assert kernel.backend.compile_ptx(kernel.backend.compile(kernel.source, {}), "saxpy",
+                                      kernel.pipeline).ptx.startswith("//")
+    x = np.zeros(4, np.float32)
+    with pytest.raises(r3.DeclarationError, match="declared without launch=: its signature "
+                       "and PTX can be read"):
+        kernel(*[x if p.is_pointer else 1 for p in kernel.signature.params])
     with pytest.raises(r3.DeclarationError, match="takes no launch="):
         r3.kernel("int f(int n) { return n; }\n", entry="f", name="cpu_launch",
                   launch={"grid": 1})

@@ -278,6 +278,7 @@ def test_template_entries_through_r3_kernel():
     declared = r3.kernel(SUITE / "scale_tiles_template.cu", entry="scale_tiles<16, float>",
                          backend="cuda", launch={"grid": 1, "block": 32})
     assert [p.name for p in declared.signature.params] == ["data", "factor", "n"]
+    assert declared.name == "scale_tiles_16_float"  # its recordings folder: no <, > or space
     with pytest.raises(DeclarationError, match="entry must be a C function name"):
         r3.kernel(SUITE / "scale_tiles_template.cu", entry="scale_tiles<16; float>",
                   backend="cuda", launch={"grid": 1, "block": 32})

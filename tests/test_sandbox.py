@@ -19,10 +19,12 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "example_project" / "exampleproj"
 
 
-def module_of(c_source: str):
+def module_of(c_source: str, entry: str = "k"):
+    """A candidate's module as tuning checks it: cut down to what the entry reaches."""
     backend = get_backend("cpu")
     source = KernelSource(textwrap.dedent(c_source), "/virtual/candidate.c")
-    return backend.parse(backend.compile(source, {}), "candidate")
+    return backend.reachable(backend.parse(backend.compile(source, {}), "candidate"), entry,
+                             "candidate")
 
 
 def violations_of(c_source: str, baseline=None) -> list[sandbox.Violation]:
@@ -219,7 +221,7 @@ ATTACKS = {
     "global initialised with system": ("""
         #include <stdlib.h>
         int (*const launcher)(const char *) = system;
-        void k(long n, float *out) { out[0] = 1.0f; }
+        void k(long n, float *out) { out[0] = (&launcher)[n] != 0; }
     """, {"system": "symbol_reference"}),
     "table of function pointers": ("""
         #include <stdlib.h>
@@ -278,13 +280,31 @@ def test_references_are_attributed_to_their_function_or_initializer():
         #include <stdlib.h>
         void *const holder = (void *)exit;
         static void helper(float *out) { *(void **)out = (void *)abort; }
-        void k(long n, float *out) { helper(out); }
+        void k(long n, float *out) { helper(out); out[1] = (&holder)[n] != 0; }
     """)
     described = {v.describe() for v in violations}
     assert "reference to external function 'exit' (its address is taken) in the " \
         "initializer of 'holder'" in described
     assert "reference to external function 'abort' (its address is taken) in function " \
         "'helper'" in described
+
+
+def test_what_the_entry_never_reaches_is_not_checked():
+    """A file's main and drivers use printf, stderr, strcmp: tuning judges only the code the
+    entry can run, as plain calls load it."""
+    assert violations_of("""
+        #include <stdio.h>
+        #include <string.h>
+        void *const holder = (void *)fopen;
+        static void report(float x) { fprintf(stderr, "%f", x); }
+        void k(long n, float *out) { out[0] = 2.0f * n; }
+        int main(int argc, char **argv) { report(1); return strcmp(argv[0], ""); }
+    """) == []
+    assert {v.symbol for v in violations_of("""
+        #include <stdio.h>
+        static void report(float x) { printf("%f", x); }
+        void k(long n, float *out) { report(out[0]); }
+    """)} == {"printf"}
 
 
 def test_patchpoint_and_stackmap_in_ir_are_refused():

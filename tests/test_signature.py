@@ -124,14 +124,16 @@ def test_kernel_returning_a_float(dot):
     assert isinstance(result, float)
 
 
-def test_static_function_is_not_an_entry(mixed_source):
+def test_static_function_is_an_entry_and_unknown_entries_list_static_ones(mixed_source):
     kernel = r3.kernel(mixed_source, entry="hidden", name="signature_hidden")
+    assert kernel.signature.describe() == "void hidden(int n)"
+    kernel(3)
+    unknown = r3.kernel(mixed_source, entry="nowhere", name="signature_nowhere")
     with pytest.raises(r3.EntryNotFoundError) as excinfo:
-        _ = kernel.signature
+        _ = unknown.signature
     message = str(excinfo.value)
-    assert "'hidden' is not defined" in message
-    assert "mixed, dot, calls_hidden" in message
-    assert "static" in message
+    assert "'nowhere' is not defined" in message
+    assert "mixed, dot, hidden, calls_hidden" in message
 
 
 @pytest.mark.parametrize(
@@ -142,14 +144,14 @@ def test_static_function_is_not_an_entry(mixed_source):
         ("void f(const void *data) { (void)data; }", "data", "'void *' has no element type"),
         ("struct p { float x, y; };\nvoid f(struct p where, float *out) { out[0] = where.x; }",
          "where", "unsupported parameter type (DW_TAG_structure_type)"),
-        ("struct p { float x, y; };\nvoid f(int n, struct p *points) { points->x = n; }",
-         "points", "unsupported parameter type (DW_TAG_structure_type)"),
+        ("struct p { float x; int tag; };\nvoid f(int n, struct p *points) { points->x = n; }",
+         "points", "struct 'p' mixes member types"),
         ("void f(long double x, double *out) { out[0] = x; }", "x", "'long double'"),
         ("enum mode { A, B };\nvoid f(enum mode m, float *out) { out[0] = m; }", "m",
          "unsupported parameter type (DW_TAG_enumeration_type)"),
     ],
-    ids=["pointer-to-pointer", "void-pointer", "const-void-pointer", "struct", "struct-pointer",
-         "long-double", "enum"],
+    ids=["pointer-to-pointer", "void-pointer", "const-void-pointer", "struct",
+         "mixed-struct-pointer", "long-double", "enum"],
 )
 def test_unsupported_parameter_types_name_the_parameter(source, parameter, problem, unique_name):
     kernel = r3.kernel(source + "\n", entry="f", name=unique_name())

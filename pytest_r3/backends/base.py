@@ -41,6 +41,12 @@ class Backend(abc.ABC):
     def compile(self, source: KernelSource, macros: Mapping[str, object]) -> str:
         """Source and macro values -> unoptimised LLVM IR text."""
 
+    def reachable(self, module, entry: str, where: str):
+        """``module`` (parsed IR) reduced to ``entry`` and what it calls, so the rest of a
+        file (``main``, drivers) is never checked, loaded or run. The built-in backends do
+        this; by default nothing is removed."""
+        return module
+
     @abc.abstractmethod
     def inspect(self, source: KernelSource, entry: str, macros: Mapping[str, object],
                 kernel_name: str = "") -> Signature:

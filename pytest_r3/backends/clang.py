@@ -188,6 +188,52 @@ def parse_ir(ir: str, where: str):
     return module
 
 
+# Keeps a file's static functions in its IR even when nothing in the file calls them, so a
+# static kernel can be the entry; what the entry does not reach is dropped afterwards.
+EMIT_ALL_DECLARATIONS = ("-Xclang", "-femit-all-decls")
+# what makes the linker keep a symbol: meaningless for one entry, and it would keep main alive
+_LINKER_KEEP = re.compile(r"^@llvm\.(?:compiler\.)?used = [^\n]*\n", re.MULTILINE)
+
+
+def without_linker_keep(ir: str) -> str:
+    """IR text without ``llvm.used``/``llvm.compiler.used`` (``__attribute__((used))``)."""
+    return _LINKER_KEEP.sub("", ir)
+
+
+def keep_reachable(module, entry_symbol: str, machine) -> None:
+    """Reduce ``module`` (llvmlite, changed in place) to ``entry_symbol`` and what it reaches.
+
+    Kernels live in files that also hold ``main``, drivers and helpers the kernel never
+    calls, which may use symbols defined elsewhere. Every definition but the entry is made
+    internal and global dead-code elimination removes the ones the entry cannot reach, with
+    the declarations only they used; the entry itself is made external (a ``static`` kernel
+    is then callable). What remains declared is what the entry needs from outside.
+    """
+    import llvmlite.binding as llvm
+
+    local = (llvm.Linkage.internal, llvm.Linkage.private)
+    for value in [*module.functions, *module.global_variables]:
+        if value.is_declaration or value.name.startswith("llvm."):
+            continue
+        if value.name == entry_symbol:
+            if value.linkage in local:
+                value.linkage = llvm.Linkage.external
+                value.visibility = llvm.Visibility.default
+        elif value.linkage not in local and value.linkage != llvm.Linkage.appending:
+            value.linkage = llvm.Linkage.internal
+    passes = llvm.create_new_module_pass_manager()
+    passes.add_global_dead_code_eliminate_pass()
+    passes.run(module, llvm.create_pass_builder(
+        machine, llvm.create_pipeline_tuning_options(speed_level=0)))
+
+
+def unresolved_symbols(module) -> list[str]:
+    """The functions and variables ``module`` uses without defining them, LLVM's intrinsics
+    aside."""
+    return sorted(v.name for v in [*module.functions, *module.global_variables]
+                  if v.is_declaration and not v.name.startswith("llvm."))
+
+
 def macro_flags(macros: Mapping[str, object]) -> list[str]:
     """``-DNAME=VALUE`` for each macro, in a stable order (booleans become 0/1)."""
     flags = []
@@ -214,6 +260,7 @@ def compile_to_ir(
     extra_flags: Sequence[str] = (),
     debug_info: bool = False,
     untrusted: bool = False,
+    preprocess_only: bool = False,
 ) -> str:
     """Compile ``source`` to unoptimised LLVM IR text without touching the disk.
 
@@ -221,7 +268,8 @@ def compile_to_ir(
     ``filename:line``; the result is cached by a hash of everything that affects it.
     ``untrusted`` text (a candidate's) may read only the kernel's own headers and the
     toolchain's, and its errors quote nothing else (see :func:`check_candidate_includes`
-    and :func:`sanitize_diagnostics`).
+    and :func:`sanitize_diagnostics`). ``preprocess_only`` returns the preprocessed text
+    instead (what declared array bounds are read from).
     """
     clang = find_clang()
     args = [
@@ -238,8 +286,7 @@ def compile_to_ir(
         *(f"-I{d}" for d in include_dirs),
         *macro_flags(macros),
         *extra_flags,
-        "-S",
-        "-emit-llvm",
+        *(["-E", "-P"] if preprocess_only else ["-S", "-emit-llvm"]),
         "-o",
         "-",
         "-x",
@@ -256,6 +303,8 @@ def compile_to_ir(
             _ir_cache.move_to_end(key)
             return _ir_cache[key]
     if untrusted:
+        if preprocess_only:
+            raise ValueError("a candidate's text is compiled, never only preprocessed")
         ir = candidate_text.compile_untrusted(args, text, source, filename, include_dirs,
                                               _toolchain_dirs())
     else:

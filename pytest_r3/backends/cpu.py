@@ -9,8 +9,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import DeclarationError, EntryNotFoundError
+from ..errors import CompileError, DeclarationError, EntryNotFoundError
 from ..model.arguments import ArgumentBinder
+from ..model.bounds import with_declared_bounds
 from ..model.pipeline import Pipeline
 from ..model.signature import Signature, read_signature
 from ..model.source import KernelSource
@@ -51,7 +52,7 @@ class CPUBackend(Backend):
         return toolchain.host_target().clang_flags()
 
     def compile(self, source: KernelSource, macros: Mapping[str, object],
-                debug_info: bool = False) -> str:
+                debug_info: bool = False, preprocess_only: bool = False) -> str:
         return toolchain.compile_to_ir(
             source.text,
             filename=source.filename,
@@ -59,9 +60,10 @@ class CPUBackend(Backend):
             target_flags=self._clang_flags(),
             language=self.language,
             include_dirs=source.include_dirs,
-            extra_flags=source.extra_flags,
+            extra_flags=(*toolchain.EMIT_ALL_DECLARATIONS, *source.flags),
             debug_info=debug_info,
             untrusted=source.untrusted,
+            preprocess_only=preprocess_only,
         )
 
     def target_machine(self):
@@ -78,25 +80,40 @@ class CPUBackend(Backend):
         toolchain.initialize_llvm()
         return toolchain.parse_ir(ir, where)
 
+    def reachable(self, module, entry: str, where: str):
+        """``module`` reduced to ``entry`` and what it reaches (see clang.keep_reachable);
+        unchanged when it does not define ``entry``."""
+        if _defined_function(module, entry, static_too=True) is not None:
+            toolchain.keep_reachable(module, entry, self.target_machine())
+        return module
+
     def inspect(self, source: KernelSource, entry: str, macros: Mapping[str, object],
                 kernel_name: str = "") -> Signature:
         where = f"kernel {kernel_name or entry!r} ({source.filename})"
         debug_ir = self.compile(source, macros, debug_info=True)
-        module = self.parse(debug_ir, where)
-        function = _defined_function(module, entry)
-        if function is not None:
-            Pipeline().run(module, self.target_machine())
-            function = _defined_function(module, entry)
-        return read_signature(debug_ir, entry, function, where=where)
+        module = self.parse(toolchain.without_linker_keep(debug_ir), where)
+        if _defined_function(module, entry, static_too=True) is None:
+            return read_signature(debug_ir, entry, None, where=where)  # names what it has
+        self.reachable(module, entry, where)
+        debug_ir = str(module)
+        Pipeline().run(module, self.target_machine())
+        signature = read_signature(debug_ir, entry, _defined_function(module, entry),
+                                   where=where)
+        if any(p.is_pointer for p in signature.params):  # C array bounds, as written
+            text = self.compile(source, macros, preprocess_only=True)
+            signature = with_declared_bounds(signature, text)
+        return signature
 
     def load(self, ir: str, entry: str, signature: Signature, pipeline: Pipeline,
              kernel_name: str) -> CPULauncher:
         import llvmlite.binding as llvm
 
         where = f"kernel {kernel_name!r}"
-        module = self.parse(pipeline.prepare_ir(ir), where)
-        if _defined_function(module, entry) is None:
+        module = self.parse(toolchain.without_linker_keep(pipeline.prepare_ir(ir)), where)
+        if _defined_function(module, entry, static_too=True) is None:
             raise EntryNotFoundError(f"{where}: entry symbol {entry!r} is not defined")
+        self.reachable(module, entry, where)
+        _check_resolvable(module, entry, where)
         offset = _numpy_data_offset()
         if offset is not None:
             module.link_in(self.parse(_thunk_ir(module, entry, offset), where))
@@ -187,16 +204,46 @@ def _thunk_ir(module, entry: str, offset: int) -> str:
     ])
 
 
-def _defined_function(module, entry: str):
+def _defined_function(module, entry: str, static_too: bool = False):
     from llvmlite.binding import Linkage
 
     try:
         function = module.get_function(entry)
     except NameError:
         return None
-    if function.is_declaration or function.linkage in (Linkage.internal, Linkage.private):
-        return None  # a static entry has no symbol to call
+    if function.is_declaration:
+        return None
+    if not static_too and function.linkage in (Linkage.internal, Linkage.private):
+        return None  # not callable until keep_reachable gives it external linkage
     return function
+
+
+def _in_process(name: str) -> bool:
+    """Whether the JIT can link ``name``: a symbol given to LLVM, or one the process has
+    loaded (libc, libm), found the way the JIT finds it."""
+    import llvmlite.binding as llvm
+
+    if llvm.address_of_symbol(name):
+        return True
+    try:
+        return bool(ctypes.cast(getattr(_PROCESS, name), ctypes.c_void_p).value)
+    except (AttributeError, ValueError):
+        return False
+
+
+_PROCESS = ctypes.CDLL(None)
+
+
+def _check_resolvable(module, entry: str, where: str) -> None:
+    """Refuse, with its name, a symbol the entry needs that neither the source nor this
+    process defines: the JIT would otherwise end the whole process when it links."""
+    missing = [name for name in toolchain.unresolved_symbols(module) if not _in_process(name)]
+    if missing:
+        names = ", ".join(repr(name) for name in missing)
+        message = (f"{where}: the entry {entry!r} uses {names}, defined neither in its source "
+                   "nor in any library loaded here; define it in the kernel's file (or a "
+                   "header it includes), or stop calling it from the kernel")
+        raise CompileError(message, message)
 
 
 @hookimpl

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import CompileError, DeclarationError, ToolchainError
+from ..model.bounds import with_declared_bounds
 from ..model.launch import LaunchConfig, LaunchLimits
 from ..model.pipeline import Pipeline
 from ..model.signature import Signature, read_signature
@@ -126,7 +127,7 @@ class CUDABackend(Backend):
 
     # -- compiling --------------------------------------------------------------------------
     def compile(self, source: KernelSource, macros: Mapping[str, object],
-                debug_info: bool = False) -> str:
+                debug_info: bool = False, preprocess_only: bool = False) -> str:
         # clang keeps only line tables for optimised NVPTX code; ask cc1 for variables too
         debug = ("-Xclang", "-debug-info-kind=constructor") if debug_info else ()
         instances = sorted(self._instances.get(source.filename, ()))
@@ -136,14 +137,21 @@ class CUDABackend(Backend):
                 text, filename=source.filename, macros=macros,
                 target_flags=self.clang_flags(cuda_tools.find_libdevice() is not None),
                 language=self.language, include_dirs=source.include_dirs,
-                extra_flags=(*debug, *source.extra_flags), debug_info=debug_info,
-                untrusted=source.untrusted)
+                extra_flags=(*debug, *source.flags), debug_info=debug_info,
+                untrusted=source.untrusted, preprocess_only=preprocess_only)
         except CompileError as exc:
             raise cuda_support.explain(exc, _shown_name(source)) from None
 
     def parse(self, ir: str, where: str):
         _initialize_nvptx()
         return toolchain.parse_ir(ir, where)
+
+    def reachable(self, module, entry: str, where: str):
+        """``module`` reduced to kernel ``entry`` and what it reaches (clang.keep_reachable);
+        host code never reaches device IR, but unused device functions do."""
+        symbol = cuda_tools.match_symbol(_KERNEL_DEFINE.findall(str(module)), entry, where)
+        toolchain.keep_reachable(module, symbol, self.target_machine())
+        return module
 
     def inspect(self, source: KernelSource, entry: str, macros: Mapping[str, object],
                 kernel_name: str = "") -> Signature:
@@ -155,12 +163,18 @@ class CUDABackend(Backend):
             raise DeclarationError(f"{where}: {exc}") from None
         debug_ir = self.compile(source, macros, debug_info=True)
         symbol = cuda_tools.match_symbol(_KERNEL_DEFINE.findall(debug_ir), entry, where)
-        module = self.parse(debug_ir, where)
+        module = self.parse(toolchain.without_linker_keep(debug_ir), where)
+        toolchain.keep_reachable(module, symbol, self.target_machine())
+        debug_ir = str(module)
         Pipeline().run(module, self.target_machine())
         signature = read_signature(debug_ir, symbol, module.get_function(symbol), where=where)
         if signature.return_dtype is not None:
             raise DeclarationError(f"{where}: a __global__ function returns void")
-        return Signature(entry, signature.params, None)
+        signature = Signature(entry, signature.params, None)
+        if any(p.is_pointer for p in signature.params):  # C array bounds, as written
+            signature = with_declared_bounds(
+                signature, self.compile(source, macros, preprocess_only=True))
+        return signature
 
     def compile_ptx(self, ir: str, entry: str, pipeline: Pipeline,
                     kernel_name: str = "") -> PTXBuild:
@@ -171,7 +185,8 @@ class CUDABackend(Backend):
         where = f"kernel {kernel_name or entry!r}"
         prepared = pipeline.prepare_ir(ir)
         symbol = cuda_tools.match_symbol(_KERNEL_DEFINE.findall(prepared), entry, where)
-        module = self.parse(prepared, where)
+        module = self.parse(toolchain.without_linker_keep(prepared), where)
+        toolchain.keep_reachable(module, symbol, self.target_machine())  # a static one too
         libdevice = any(f.is_declaration and f.name.startswith("__nv_")
                         for f in module.functions)
         if libdevice:
@@ -214,8 +229,9 @@ class CUDABackend(Backend):
         from . import cuda_runtime
 
         if launch is None:
-            raise DeclarationError(f"kernel {kernel_name!r}: a CUDA kernel needs launch= "
-                                   "(its grid and block); see docs/cuda.md")
+            raise DeclarationError(f"kernel {kernel_name!r} was declared without launch=: its "
+                                   "signature and PTX can be read, but a launch needs its grid "
+                                   "and block; add launch= to r3.kernel (see docs/cuda.md)")
         return cuda_runtime.runtime().launcher(ptx, symbol, signature, launch, dict(tunables),
                                                self.launch_limits, kernel_name, build)
 

@@ -201,7 +201,8 @@ def kernel_name(symbol: str) -> str:
         return symbol
     text = demangle(symbol)
     if text is None:
-        match = re.match(r"_Z(\d+)", symbol)  # free functions, without a demangler
+        match = re.match(r"_ZL?(\d+)", symbol)  # free functions (L: static), without a
+                                                 # demangler
         if match is None:
             return symbol
         return symbol[match.end():match.end() + int(match.group(1))]
@@ -352,7 +353,8 @@ def nvcc_ptx(source: KernelSource, macros: Mapping[str, object], arch: str,
         output = Path(folder) / f"{name}.ptx"
         command = [nvcc, "-O3", "-ptx", f"-arch={arch}", "-I", str(HEADER.parent),
                    "-include", str(HEADER), *(f"-I{d}" for d in source.include_dirs),
-                   *macro_flags(macros), *extra_flags, str(path), "-o", str(output)]
+                   *macro_flags(macros), *source.define_flags, *extra_flags, str(path),
+                   "-o", str(output)]
         result = subprocess.run(command, capture_output=True, text=True, timeout=600)
         if result.returncode != 0:
             message = (result.stderr or result.stdout).strip()

@@ -222,6 +222,8 @@ def kernel(
     pipeline: Mapping[str, object] | Pipeline | None = None,
     tolerance: Mapping[str, object] | None = None,
     launch: Callable[..., Mapping[str, object]] | Mapping[str, object] | None = None,
+    defines: Mapping[str, object] | None = None,
+    include_dirs: Sequence[str | os.PathLike] = (),
 ) -> Kernel:
     """Declare a compute kernel.
 
@@ -233,23 +235,33 @@ def kernel(
     variant's float outputs must stay: ``{"rtol": 1e-5, "atol": 1e-6}``, or ``{"norm": 1e-6}``
     for a relative L2 bound, with ``"per_argument": {"c": {...}}`` overrides.
 
-    A GPU kernel (``backend="cuda"``) also needs ``launch``: its grid and block, e.g.
+    ``defines`` and ``include_dirs`` are the fixed configuration a build system would pass
+    (``-DDATA_TYPE_IS_DOUBLE``, ``-I../utilities``): ``defines={"DATA_TYPE_IS_DOUBLE": 1}``
+    (None defines a name without a value), folders relative to the calling module. They are
+    part of the source hash and never tuned.
+
+    A GPU kernel (``backend="cuda"``) is launched with ``launch``: its grid and block, e.g.
     ``launch=lambda args, t: {"grid": (cdiv(args["n"], t["BLOCK"]),), "block": (t["BLOCK"],)}``
-    (see :mod:`pytest_r3.model.launch` and docs/cuda.md).
+    (see :mod:`pytest_r3.model.launch` and docs/cuda.md). Without it the kernel's signature
+    and PTX can still be read; a launch then says launch= is missing.
     """
     frame = sys._getframe(1)
     declaring_file = frame.f_globals.get("__file__")
     declared_at = f"{declaring_file or '<unknown>'}:{frame.f_lineno}"
-    from ..backends.cuda_tools import is_entry_name  # CUDA: also "scale_tiles<16, float>"
+    from ..backends.cuda_tools import default_name, is_entry_name  # CUDA: also templates
 
     if not isinstance(entry, str) or not (entry.isidentifier() or (
             backend == "cuda" and is_entry_name(entry))):
         raise DeclarationError(f"kernel declared at {declared_at}: entry must be a C "
                                f"function name, got {entry!r} (for CUDA, also a template "
                                "instance such as 'scale_tiles<16, float>')")
-    name = name or entry
+    name = name or default_name(entry)  # a file name too: "scale_tiles<16, float>" is not
     where = f"kernel {name!r} (declared at {declared_at})"
-    kernel_source = load_source(source, declaring_file, where)
+    kernel_source = load_source(source, declaring_file, where, defines, include_dirs)
+    clash = sorted(set(dict(kernel_source.defines)) & set(tune or ()))
+    if clash:
+        raise DeclarationError(f"{where}: {', '.join(clash)} is both in defines= (fixed) and "
+                               "in tune= (tuned); keep it in one of them")
     from ..backends import get_backend
 
     backend_object = get_backend(backend)  # unknown backend names fail here, at declaration
@@ -268,12 +280,7 @@ def _launch_config(launch, backend_name: str, backend, tune, where: str):
     """The validated launch= of a GPU kernel, and the device's block limits as a tuning
     constraint (when the block follows from the tunables alone)."""
     limits = getattr(backend, "launch_limits", None)
-    if launch is None:
-        if limits is not None:
-            raise DeclarationError(
-                f"{where}: {backend_name} kernels need launch= giving the grid and block, e.g. "
-                "launch=lambda args, t: {'grid': ((args['n'] + t['BLOCK'] - 1) // t['BLOCK'],),"
-                " 'block': (t['BLOCK'],)}")
+    if launch is None:  # a GPU kernel without it can be inspected and built, not launched
         return None, ()
     if limits is None:
         raise DeclarationError(f"{where}: backend {backend_name!r} runs kernels as plain "

@@ -99,6 +99,7 @@ def source_fingerprint(kernel_or_source) -> str:
     be used: the hash of the kernel's source text plus the name and content of every local
     header it includes (see :func:`local_headers`).
 
+    The declared ``defines=`` and ``include_dirs=`` count too (they change what is built).
     Takes a Kernel or a KernelSource (for a rewrite: ``kernel.source.with_text(text)``). A
     source without local headers keeps its plain text hash (``KernelSource.hash``), so
     entries written before headers were covered stay valid.
@@ -106,8 +107,10 @@ def source_fingerprint(kernel_or_source) -> str:
     source = getattr(kernel_or_source, "source", kernel_or_source)
     headers = local_headers(source)
     if not headers:
-        return hashlib.sha256(source.text.encode()).hexdigest()[:16]
+        return source.hash  # the text and its declared defines= and include_dirs=
     digest = hashlib.sha256(source.text.encode())
+    if getattr(source, "defines", ()) or getattr(source, "declared_include_dirs", ()):
+        digest.update(b"\0" + source.hash.encode())
     for name, path in headers:
         try:
             content = path.read_bytes()

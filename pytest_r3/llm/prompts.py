@@ -36,10 +36,17 @@ def target_facts(target: str, cpu_features: str = "") -> str:
 
 
 def stable_context(kernel_name: str, entry: str, source: str, shapes: list[str],
-                   target: str, cpu_features: str = "") -> str:
+                   target: str, cpu_features: str = "", signature: str = "",
+                   flags: tuple[str, ...] = ()) -> str:
+    """What every prompt for one kernel starts with. ``signature`` (with C array bounds) and
+    ``flags`` (the declared -D configuration) say how the entry is called and built: only
+    the entry and what it calls run, the rest of the file (a ``main``, say) never does."""
     shape_text = "\n".join(f"- {s}" for s in shapes[:8]) or "- (none recorded)"
+    called = f" Called as `{signature}`." if signature else ""
+    built = f" Compiled with `{' '.join(flags)}`." if flags else ""
     return (f"{target_facts(target, cpu_features)}\n\nKernel `{kernel_name}`, entry point "
-            f"`{entry}`. Original source:\n```c\n{source}```\n\nRecorded launches (arguments "
+            f"`{entry}`.{called}{built} Only the entry and what it calls are built and run. "
+            f"Original source:\n```c\n{source}```\n\nRecorded launches (arguments "
             f"and shapes the tests use):\n{shape_text}\n")
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..errors import LaunchError
+from .bounds import bound_value
 from .signature import Param, Signature
 
 Converter = Callable[[object], object]
@@ -29,18 +30,35 @@ def _array_converter(kernel: str, index: int, param: Param, by_object: bool) -> 
     """
     dtype = np.dtype(param.dtype)
     written = param.written
+    rank = len(param.dims)
+    components = param.components
 
     def convert(value: object) -> object:
-        if (
+        if ((
             type(value) is np.ndarray
             and value.dtype == dtype
             and value.flags.c_contiguous
             and (not written or value.flags.writeable)
-        ) or _usable_subclass(value, dtype, written):
+        ) or _usable_subclass(value, dtype, written)) and (not rank or value.ndim == rank) \
+                and (components == 1 or value.size % components == 0) \
+                or components > 1 and _packed_records(value, dtype, components, written):
             return value if by_object else value.__array_interface__["data"][0]
         raise LaunchError(_array_problem(kernel, index, param, dtype, value))
 
     return convert
+
+
+def _packed_records(value: object, dtype: np.dtype, components: int, written: bool) -> bool:
+    """A structured array whose records are ``components`` fields of ``dtype`` and nothing
+    else: the same bytes as the C struct (``np.dtype([("x", "f4"), ("y", "f4")])`` for
+    ``struct { float x, y; } *``)."""
+    kind = getattr(value, "dtype", None)
+    return (
+        isinstance(value, np.ndarray) and kind.names is not None
+        and len(kind.names) == components and kind.itemsize == components * dtype.itemsize
+        and all(kind.fields[name][0] == dtype for name in kind.names)
+        and value.flags.c_contiguous and (not written or value.flags.writeable)
+    )
 
 
 def _usable_subclass(value: object, dtype: np.dtype, written: bool) -> bool:
@@ -70,6 +88,12 @@ def _array_problem(kernel: str, index: int, param: Param, dtype: np.dtype, value
             f"{head}: the array is not C-contiguous (strides {value.strides}); pass "
             "np.ascontiguousarray(arr)"
         )
+    if param.dims and value.ndim != len(param.dims):
+        return (f"{head}: expected a {len(param.dims)}-D array, got shape {value.shape}; "
+                f"pass an array of shape ({', '.join(d or '?' for d in param.dims)})")
+    if value.size % param.components:
+        return (f"{head}: each element is {param.components} {dtype} values, but the array "
+                f"has {value.size}, not a multiple of {param.components}")
     return f"{head}: the kernel writes this array but it is read-only; pass a writeable copy"
 
 
@@ -124,6 +148,32 @@ def converters(kernel: str, signature: Signature, arrays_by_object: bool) -> lis
     return result
 
 
+def shape_check(kernel: str, signature: Signature) -> Callable[[Sequence[object]], None] | None:
+    """Checks the shapes of C array arguments against the bounds their parameters declare
+    (``double C[ni][nj]`` called with ni=3, nj=4 takes a (3, 4) array), or None when no
+    bound can be checked."""
+    integers = [(i, p.name) for i, p in enumerate(signature.params)
+                if not p.is_pointer and np.dtype(p.dtype).kind in "iu"]
+    arrays = [(i, p) for i, p in enumerate(signature.params) if p.dims and any(p.dims)]
+    if not arrays:
+        return None
+
+    def check(args: Sequence[object]) -> None:
+        values = {name: int(args[i]) for i, name in integers}  # type: ignore[call-overload]
+        for index, param in arrays:
+            actual = np.shape(args[index])
+            expected = tuple(bound_value(d, values) for d in param.dims)
+            if any(e is not None and e != a for e, a in zip(expected, actual, strict=True)):
+                given = ", ".join(f"{n}={v}" for n, v in values.items())
+                wanted = ", ".join("?" if e is None else str(e) for e in expected)
+                raise LaunchError(
+                    f"kernel {kernel!r} argument {index + 1} ({param.describe()}): shape "
+                    f"{actual} does not match the declared bounds, which give ({wanted}) "
+                    f"with {given}")
+
+    return check
+
+
 class ArgumentBinder:
     """Turns ``kernel(*args)`` into C-ready values, or raises a LaunchError naming the problem."""
 
@@ -132,6 +182,7 @@ class ArgumentBinder:
         self.signature = signature
         self._converters = converters(kernel, signature, arrays_by_object)
         self._count = len(self._converters)
+        self._shapes = shape_check(kernel, signature)
 
     def __call__(self, args: Sequence[object]) -> list[object]:
         if len(args) != self._count:
@@ -139,4 +190,7 @@ class ArgumentBinder:
                 f"kernel {self.kernel!r} takes {self._count} argument(s) "
                 f"({self.signature.describe()}), got {len(args)}"
             )
-        return [convert(value) for convert, value in zip(self._converters, args)]
+        converted = [convert(value) for convert, value in zip(self._converters, args)]
+        if self._shapes is not None:
+            self._shapes(args)
+        return converted

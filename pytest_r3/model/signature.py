@@ -10,11 +10,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..errors import DeclarationError, EntryNotFoundError
 
 _METADATA = re.compile(r"^!(\d+) = (?:distinct )?(.*)$", re.MULTILINE)
 _FIELD = r"{}: (?:!(\d+)|\"([^\"]*)\"|([\w.-]+))"
-_EXPORTED = r"(?!internal |private )"  # linkage of a function a caller can reach
 
 # (DWARF encoding, size in bits) -> numpy dtype name
 _DTYPES = {
@@ -32,16 +33,43 @@ for _bits in (8, 16, 32, 64):
 
 @dataclass(frozen=True)
 class Param:
-    """One kernel parameter: a scalar, or a pointer to elements of ``dtype``."""
+    """One kernel parameter: a scalar, or a pointer to elements of ``dtype``.
+
+    ``dims`` is set for a C array parameter (``double C[ni][nj]``): one bound per axis, as
+    written (a C expression over the other parameters, a number, or "" when unknown); a
+    call passes an array of that rank. ``components`` is the number of ``dtype`` values in
+    one element of a pointer to a vector type or a struct of one number type (``float4 *``:
+    4): a call passes an array of ``dtype`` whose size is a multiple of it.
+    """
 
     name: str
     ctype: str
     dtype: str
     is_pointer: bool
     written: bool = False
+    dims: tuple[str, ...] = ()
+    components: int = 1
 
     def describe(self) -> str:
+        if self.dims:
+            element = self.ctype.rstrip(" *")
+            return f"{element} {self.name}" + "".join(f"[{d}]" for d in self.dims)
         return f"{self.ctype} {self.name}".replace("* ", "*")
+
+    def as_dict(self) -> dict:
+        """Plain data, for the replay worker and recordings (``param_from_dict`` reads it)."""
+        data = {"name": self.name, "ctype": self.ctype, "dtype": self.dtype,
+                "is_pointer": self.is_pointer, "written": self.written}
+        if self.dims:
+            data["dims"] = list(self.dims)
+        if self.components != 1:
+            data["components"] = self.components
+        return data
+
+
+def param_from_dict(data) -> Param:
+    return Param(data["name"], data["ctype"], data["dtype"], data["is_pointer"],
+                 data["written"], tuple(data.get("dims", ())), int(data.get("components", 1)))
 
 
 @dataclass(frozen=True)
@@ -70,10 +98,57 @@ def _field(text: str, name: str) -> str | None:
     return next(g for g in match.groups() if g is not None)
 
 
-def _resolve(metadata: dict[str, str], ref: str | None, where: str) -> tuple[str, str, bool]:
-    """Follow typedefs and qualifiers: (C spelling, numpy dtype, is_pointer)."""
+@dataclass
+class _Type:
+    spelled: str
+    dtype: str
+    pointer: bool
+    inner: tuple[str, ...] = ()  # the bounds of a pointed-to array type (after the first)
+    components: int = 1
+
+
+def _subranges(metadata: dict[str, str], node: str) -> list[str]:
+    """The bounds of a DW_TAG_array_type node: numbers, or "" where not a constant."""
+    elements = metadata.get(_field(node, "elements") or "", "!{}")
+    bounds = []
+    for ref in re.findall(r"!(\d+)", elements):
+        count = _field(metadata[ref], "count")
+        bounds.append(count if count is not None and count.isdigit() else "")
+    return bounds
+
+
+def _members(metadata: dict[str, str], node: str, where: str) -> tuple[str, int, str]:
+    """(dtype, count, C name) of a struct whose members are all one number type and that has
+    no padding, or a DeclarationError saying why it cannot be an array element."""
+    name = _field(node, "name") or "struct"
+    refs = re.findall(r"!(\d+)", metadata.get(_field(node, "elements") or "", "!{}"))
+    dtypes = set()
+    for ref in refs:
+        member = metadata[ref]
+        if _field(member, "tag") != "DW_TAG_member":
+            continue
+        inner = _resolve(metadata, _field(member, "baseType"), where)
+        if inner.pointer or inner.inner or inner.components != 1:
+            dtypes.add("?")
+        dtypes.add(inner.dtype)
+    if len(dtypes) != 1 or "?" in dtypes:
+        raise DeclarationError(
+            f"{where}: struct {name!r} mixes member types; pointers to structs are read as "
+            "arrays of one number type (float4, struct {double re, im;}): pass the members "
+            "as separate arrays")
+    (dtype,) = dtypes
+    count = len(refs)
+    if int(_field(node, "size") or 0) != count * np.dtype(dtype).itemsize * 8:
+        raise DeclarationError(f"{where}: struct {name!r} has padding between or after its "
+                               "members, so it is not an array of numbers")
+    return dtype, count, name
+
+
+def _resolve(metadata: dict[str, str], ref: str | None, where: str) -> _Type:
+    """Follow typedefs and qualifiers down to the element type of a parameter."""
     qualifiers = []
     pointer = False
+    inner: list[str] = []
     spelled_name = None  # the outermost typedef, as the user wrote it
     while ref is not None and ref != "null":  # a null base type is void
         node = metadata[ref]
@@ -83,8 +158,23 @@ def _resolve(metadata: dict[str, str], ref: str | None, where: str) -> tuple[str
             if key not in _DTYPES:
                 raise DeclarationError(f"{where}: C type {name!r} has no numpy equivalent")
             spelled = " ".join([*qualifiers, spelled_name or name]) + (" *" if pointer else "")
-            return spelled, _DTYPES[key], pointer
+            return _Type(spelled, _DTYPES[key], pointer, tuple(inner))
         tag = _field(node, "tag")
+        vector = tag == "DW_TAG_array_type" and "DIFlagVector" in (_field(node, "flags") or "")
+        if pointer and not inner and (vector or tag == "DW_TAG_structure_type"):
+            if vector:  # float __attribute__((ext_vector_type(4))) and the like
+                element = _resolve(metadata, _field(node, "baseType"), where)
+                (count,) = _subranges(metadata, node) or [""]
+                dtype, components = element.dtype, int(count or 0)
+                name = spelled_name or f"{element.spelled} vector"
+            else:
+                dtype, components, name = _members(metadata, node, where)
+                cplusplus = _field(node, "identifier") is not None  # C++ says vec4, C struct vec4
+                name = spelled_name or (name if cplusplus else f"struct {name}")
+            if components < 1:
+                raise DeclarationError(f"{where}: vector type {name!r} has no known length")
+            spelled = " ".join([*qualifiers, name]) + " *"
+            return _Type(spelled, dtype, True, (), components)
         if tag == "DW_TAG_pointer_type":
             if pointer:
                 raise DeclarationError(
@@ -94,6 +184,8 @@ def _resolve(metadata: dict[str, str], ref: str | None, where: str) -> tuple[str
             pointer = True
             qualifiers = []
             spelled_name = None
+        elif tag == "DW_TAG_array_type" and pointer and not vector:
+            inner += _subranges(metadata, node)  # double C[ni][nj] arrives as double (*)[nj]
         elif tag == "DW_TAG_const_type":
             qualifiers.append("const")
         elif tag == "DW_TAG_typedef" and spelled_name is None:
@@ -102,7 +194,8 @@ def _resolve(metadata: dict[str, str], ref: str | None, where: str) -> tuple[str
                          "DW_TAG_atomic_type"):
             raise DeclarationError(
                 f"{where}: unsupported parameter type ({tag or node.split('(')[0]}); kernels "
-                "take scalars and pointers to numbers"
+                "take scalars, pointers to numbers, C arrays of numbers and pointers to "
+                "vector types or structs of one number type"
             )
         ref = _field(node, "baseType")
     if pointer:
@@ -133,18 +226,16 @@ def read_signature(debug_ir: str, entry: str, optimised_function=None,
     pipeline: its inferred attributes say which pointers are written. Without it every
     non-const pointer counts as written.
     """
-    # static (internal) functions cannot be launched: they are not exported, and the
-    # optimiser inlines and deletes them
+    # the backend gives a static entry external linkage before reading (keep_reachable)
     define = re.search(
-        rf"^define {_EXPORTED}[^\n]*@{re.escape(entry)}\((.*)\)[^\n]*!dbg !(\d+)", debug_ir,
-        re.MULTILINE,
-    )
+        rf"^define [^\n]*@{re.escape(entry)}\((.*)\)[^\n]*!dbg !(\d+)", debug_ir, re.MULTILINE)
     if not define:
-        defined = re.findall(rf"^define {_EXPORTED}[^\n]*?@([\w.$]+)\(", debug_ir, re.MULTILINE)
+        defined = [name for name in re.findall(r"^define [^\n]*?@([\w.$]+)\(", debug_ir,
+                                               re.MULTILINE) if not name.startswith("_")]
+        shown = ", ".join(defined[:20]) + (", ..." if len(defined) > 20 else "")
         raise EntryNotFoundError(
             f"{where}: entry symbol {entry!r} is not defined by the source "
-            f"(it defines: {', '.join(defined) or 'no functions'}). Check the entry= name and "
-            "that the function is not static."
+            f"(it defines: {shown or 'no functions'}). Check the entry= name."
         )
     metadata = dict(_METADATA.findall(debug_ir))
     subprogram_id = define.group(2)
@@ -166,21 +257,24 @@ def read_signature(debug_ir: str, entry: str, optimised_function=None,
                 f"{where}: variadic kernels ('...') are not supported; declare every parameter"
             )
         name = names.get(index, f"arg{index}")
-        ctype, dtype, is_pointer = _resolve(metadata, ref, f"{where}: parameter {name!r}")
-        if is_pointer:
+        kind = _resolve(metadata, ref, f"{where}: parameter {name!r}")
+        if kind.pointer:
             if written_flags is not None:
                 written = written_flags[index - 1]
             else:
-                written = not ctype.startswith("const")
+                written = not kind.spelled.startswith("const")
         else:
             written = False
-        params.append(Param(name, ctype, dtype, is_pointer, written))
+        dims = ("", *kind.inner) if kind.inner else ()
+        params.append(Param(name, kind.spelled, kind.dtype, kind.pointer, written, dims,
+                            kind.components))
     return_ref = type_refs[0]
     return_dtype = None
     if return_ref != "null":
-        _, return_dtype, ret_pointer = _resolve(metadata, return_ref, f"{where}: return type")
-        if ret_pointer:
+        returned = _resolve(metadata, return_ref, f"{where}: return type")
+        if returned.pointer:
             raise DeclarationError(f"{where}: a kernel may return a number, not a pointer")
+        return_dtype = returned.dtype
     return Signature(entry, tuple(params), return_dtype)
 
 

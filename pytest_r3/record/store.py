@@ -218,19 +218,26 @@ def find_aliases(names: list[str], values: list[object]
     return aliases, overlaps
 
 
+def _numbers(array, param):
+    """A structured array passed for a struct pointer (``struct point *``) is kept as the
+    plain numbers it holds, the form a replay passes back (numpy cannot save its fields)."""
+    if isinstance(array, np.ndarray) and array.dtype.names and param.components > 1:
+        return array.view(np.dtype(param.dtype))
+    return array
+
+
 def capture(kernel, args: tuple, run: Callable[[], object], test: str) -> tuple[object, Recording]:
     """Run one launch, recording it; the caller sees exactly what an unrecorded run gives."""
     signature = kernel.signature
     to_host = kernel.backend.to_host  # device arrays (a GPU kernel's) are copied back
-    inputs = {p.name: to_host(a) for p, a in zip(signature.params, args, strict=False)
-              if p.is_pointer}
+    inputs = {p.name: _numbers(to_host(a), p)
+              for p, a in zip(signature.params, args, strict=False) if p.is_pointer}
     result = run()
-    outputs = {p.name: to_host(a) for p, a in zip(signature.params, args, strict=False)
-               if p.written}
+    outputs = {p.name: _numbers(to_host(a), p)
+               for p, a in zip(signature.params, args, strict=False) if p.written}
     scalars = {p.name: (int(a) if np.dtype(p.dtype).kind in "iub" else float(a))
                for p, a in zip(signature.params, args, strict=False) if not p.is_pointer}
-    params = [{"name": p.name, "dtype": p.dtype, "is_pointer": p.is_pointer,
-               "written": p.written, "ctype": p.ctype} for p in signature.params]
+    params = [p.as_dict() for p in signature.params]
     returned = None if result is None else (float(result) if isinstance(result, float)
                                             else int(result))
     pointers = [(p.name, a) for p, a in zip(signature.params, args, strict=False)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..model.bounds import bound_value
 from ..record.store import Recording
 from . import verify
 
@@ -43,6 +44,28 @@ def perturb(scalars: dict, slots: list[Slot], params: list[dict],
     fresh_slots = [Slot(s.params, s.written, verify.perturbed(s.values, rng, integers=True))
                    for s in slots]
     return fresh_scalars, fresh_slots
+
+
+def resized(slots: list[Slot], params: list[dict], scalars: dict) -> list[Slot]:
+    """``slots`` for a case with other sizes: a C array parameter (``double C[ni][nj]``)
+    takes the shape its bounds give with ``scalars``; its values are the recorded ones where
+    the shapes overlap, the recorded ones repeated elsewhere."""
+    integers = {name: int(value) for name, value in scalars.items()
+                if isinstance(value, (int, np.integer)) and not isinstance(value, bool)}
+    dims = {p["name"]: p.get("dims") for p in params if p.get("dims")}
+    result = []
+    for slot in slots:
+        bounds = next((dims[name] for name in slot.params if name in dims), None)
+        shape = None if bounds is None or len(bounds) != slot.values.ndim else \
+            tuple(bound_value(b, integers) for b in bounds)
+        if shape is None or None in shape or shape == slot.values.shape or min(shape) < 1:
+            result.append(slot)
+            continue
+        fresh = np.resize(slot.values, shape)
+        overlap = tuple(slice(0, min(a, b)) for a, b in zip(shape, slot.values.shape))
+        fresh[overlap] = slot.values[overlap]
+        result.append(Slot(slot.params, slot.written, np.ascontiguousarray(fresh)))
+    return result
 
 
 def derived_sizes(scalars: dict, slots: list[Slot], params: list[dict]) -> list[dict]:

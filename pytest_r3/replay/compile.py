@@ -12,6 +12,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from ..backends.clang import without_linker_keep
 from ..errors import CompileError, R3Error
 from ..model.source import KernelSource
 from . import sandbox
@@ -39,11 +40,22 @@ class CandidateCompiler:
         self.backend = backend
         self.static_check = static_check
         self.source = KernelSource(spec.source_text, spec.filename,
-                                   include_dirs=tuple(spec.include_dirs))
+                                   include_dirs=tuple(spec.include_dirs),
+                                   defines=tuple(tuple(d) for d in spec.defines))
         self.baseline_ir = self._clang(self.source, {})
         with _llvm_lock:
-            module = backend.parse(self.baseline_ir, f"kernel {spec.name!r}")
+            module = self._reachable(self.baseline_ir)
             self.baseline_state = sandbox.writable_globals(module)
+
+    def _reachable(self, ir: str):
+        """The parsed module cut down to what the entry reaches: a candidate is judged on
+        the code that can run, as plain calls load it (``main`` and unused helpers of the
+        file never run and never count against it)."""
+        module = self.backend.parse(without_linker_keep(ir), f"kernel {self.spec.name!r}")
+        reachable = getattr(self.backend, "reachable", None)
+        if reachable is not None:
+            reachable(module, self.spec.entry, f"kernel {self.spec.name!r}")
+        return module
 
     def _clang(self, source: KernelSource, macros: dict) -> str:
         return self.backend.compile(source, {**self.spec.default_macros, **macros})
@@ -66,9 +78,16 @@ class CandidateCompiler:
         clang_seconds = time.perf_counter() - started
         try:
             with _llvm_lock:
-                module = self.backend.parse(ir, f"kernel {self.spec.name!r}")
+                module = self._reachable(ir)
+                ir = str(module)
                 violations = sandbox.check_module(module, baseline=self.baseline_state) \
                     if self.static_check else []
+                if pattern_ir is not None:  # the same text: cut, and checked, the same way
+                    patterned = self._reachable(pattern_ir)
+                    pattern_ir = str(patterned)
+                    if self.static_check and not violations:
+                        violations = sandbox.check_module(patterned,
+                                                          baseline=self.baseline_state)
         except R3Error as exc:
             raise Rejected(COMPILE_ERROR, "compile_error", str(exc)) from None
         if violations:

@@ -83,7 +83,8 @@ class Judge:
                 sizes = ", ".join(f"{n}={v}" for n, v in scalars.items()
                                   if v != smallest.scalars[n])
                 fresh.append(Case(f"{smallest.label} at a derived size ({sizes})", "derived",
-                                  scalars, smallest.slots))
+                                  scalars, planning.resized(smallest.slots, self.spec.params,
+                                                            scalars)))
         kept = [step for case in planned for step in _kept_output_steps(case, rng)]
         return planned + fresh + kept
 

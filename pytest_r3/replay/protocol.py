@@ -157,6 +157,7 @@ class KernelSpec:
     return_dtype: str | None = None
     tolerance: dict = field(default_factory=dict)
     launch: dict = field(default_factory=dict)  # a GPU kernel's launch=, as plain data
+    defines: list = field(default_factory=list)  # the declared defines=, [name, value] pairs
 
     @classmethod
     def from_kernel(cls, kernel) -> KernelSpec:
@@ -170,12 +171,11 @@ class KernelSpec:
             include_dirs=list(kernel.source.include_dirs),
             default_macros=dict(kernel.space.default),
             pipeline=kernel.pipeline.as_dict(),
-            params=[{"name": p.name, "ctype": p.ctype, "dtype": p.dtype,
-                     "is_pointer": p.is_pointer, "written": p.written}
-                    for p in signature.params],
+            params=[p.as_dict() for p in signature.params],
             return_dtype=signature.return_dtype,
             tolerance=dict(getattr(kernel, "tolerance", None) or {}),
             launch=kernel.launch.portable() if getattr(kernel, "launch", None) else {},
+            defines=[list(d) for d in kernel.source.defines],
         )
 
     def as_dict(self) -> dict:

@@ -20,7 +20,7 @@ from ..backends import get_backend
 from ..errors import KernelFault, LaunchError, R3Error
 from ..model.launch import LaunchConfig
 from ..model.pipeline import Pipeline
-from ..model.signature import Param, Signature
+from ..model.signature import Signature, param_from_dict
 from . import protocol
 from .buffers import GuardedBuffer
 from .cases import Slot
@@ -35,9 +35,8 @@ class WorkerCase:
 
 
 def signature_of(spec: KernelSpec) -> Signature:
-    return Signature(spec.entry, tuple(
-        Param(p["name"], p["ctype"], p["dtype"], p["is_pointer"], p["written"])
-        for p in spec.params), spec.return_dtype)
+    return Signature(spec.entry, tuple(param_from_dict(p) for p in spec.params),
+                     spec.return_dtype)
 
 
 class Runner:

@@ -177,7 +177,8 @@ def _evolve(kernel, tuning: Tuning, servers, space, store, target, best, result)
               f"scalars {r.scalars}" for r in tuning.recordings.load_all(kernel.name)]
     features = host_target().features if kernel.backend_name == "cpu" else ""
     context = stable_context(kernel.name, kernel.entry, kernel.source.text, shapes,
-                             target, features)
+                             target, features, kernel.signature.describe(),
+                             kernel.source.define_flags)
     tuning.say(f"pytest-r3: evolving the source of {kernel.name} with {llm.model} "
                f"({settings.generations} generations x {settings.islands} islands x "
                f"{settings.children} children)")
