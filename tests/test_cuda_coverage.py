@@ -13,6 +13,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import pytest_r3 as r3
@@ -72,6 +73,19 @@ def test_suite_kernel_compiles_to_ptx_that_ptxas_accepts(backend, row):
     assert result.diagnostics["ptxas"] == "ok"
     assert result.diagnostics["registers"] > 0
     assert result.diagnostics.get("spill_store_bytes", 0) == 0
+
+
+@pytest.mark.parametrize("row", KERNELS, ids=[row["entry"] for row in KERNELS])
+def test_suite_kernel_is_declared_as_written(row):
+    """Every suite kernel, vector, half and bf16 pointers included, declares with r3.kernel
+    and has a signature numpy arrays can meet."""
+    declared = r3.kernel(SUITE / row["file"], entry=row["entry"], backend="cuda")
+    dtypes = {p.name: p.dtype for p in declared.signature.params}
+    assert dtypes and all(np.dtype(d) for d in dtypes.values())
+    if row["entry"] in ("half_bias_relu", "haxpy_half2"):
+        assert "float16" in dtypes.values()  # __half is its _Float16
+    if row["entry"] == "gelu_bf16":
+        assert dtypes["x"] == "uint16"  # bf16 travels as its bits
 
 
 def test_suite_never_edits_the_kernel_files(backend):

@@ -123,10 +123,12 @@ def _members(metadata: dict[str, str], node: str, where: str) -> tuple[str, int,
     name = _field(node, "name") or "struct"
     refs = re.findall(r"!(\d+)", metadata.get(_field(node, "elements") or "", "!{}"))
     dtypes = set()
+    count = 0
     for ref in refs:
-        member = metadata[ref]
-        if _field(member, "tag") != "DW_TAG_member":
+        member = metadata[ref]  # C++ structs also list their constructors and methods
+        if _field(member, "tag") != "DW_TAG_member" or "DIFlagStaticMember" in member:
             continue
+        count += 1
         inner = _resolve(metadata, _field(member, "baseType"), where)
         if inner.pointer or inner.inner or inner.components != 1:
             dtypes.add("?")
@@ -137,7 +139,6 @@ def _members(metadata: dict[str, str], node: str, where: str) -> tuple[str, int,
             "arrays of one number type (float4, struct {double re, im;}): pass the members "
             "as separate arrays")
     (dtype,) = dtypes
-    count = len(refs)
     if int(_field(node, "size") or 0) != count * np.dtype(dtype).itemsize * 8:
         raise DeclarationError(f"{where}: struct {name!r} has padding between or after its "
                                "members, so it is not an array of numbers")
@@ -155,6 +156,8 @@ def _resolve(metadata: dict[str, str], ref: str | None, where: str) -> _Type:
         if node.startswith("!DIBasicType"):
             key = (_field(node, "encoding"), int(_field(node, "size") or 0))
             name = _field(node, "name") or "?"
+            if name == "__bf16":  # no numpy type: passed as its bits (ml_dtypes' bfloat16
+                key = ("DW_ATE_unsigned", 16)  # arrays .view(np.uint16))
             if key not in _DTYPES:
                 raise DeclarationError(f"{where}: C type {name!r} has no numpy equivalent")
             spelled = " ".join([*qualifiers, spelled_name or name]) + (" *" if pointer else "")
