@@ -267,13 +267,13 @@ def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
 
 class DeviceArray:
     """Device memory holding an array, for callers without CuPy or PyTorch: it has the
-    CUDA array interface, ``get()`` copies it to the host, ``free()`` releases it."""
+    CUDA array interface, ``get()`` copies it to the host, ``free()`` (or the garbage
+    collector) releases it."""
 
     def __init__(self, runtime: Runtime, shape, dtype) -> None:
         self.runtime = runtime
         self.dtype = np.dtype(dtype)
-        self.shape = tuple(int(s) for s in np.atleast_1d(shape)) if np.ndim(shape) else (
-            int(shape),)
+        self.shape = tuple(int(size) for size in np.atleast_1d(shape))
         self.nbytes = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
         self.pointer = runtime.driver.alloc(max(self.nbytes, 1))
 
@@ -297,8 +297,14 @@ class DeviceArray:
 
     def free(self) -> None:
         if self.pointer:
-            self.runtime.driver.free(self.pointer)
-            self.pointer = 0
+            pointer, self.pointer = self.pointer, 0
+            self.runtime.driver.free(pointer)
+
+    def __del__(self) -> None:
+        try:
+            self.free()
+        except Exception:  # a faulted context or an ending interpreter: nothing to do
+            pass
 
 
 # -- the runtime and its launchers --------------------------------------------------------------
