@@ -210,7 +210,7 @@ def test_rerecording_after_changing_the_kernel_replays_cleanly(tmp_path):
 def test_help_lists_both_commands(tmp_path):
     result = run([*cli(), "--help"], tmp_path)
     assert result.returncode == 0
-    assert "recordings" in result.stdout and "replay" in result.stdout
+    assert "recordings" in result.stdout and "replay" in result.stdout and "build" in result.stdout
     result = run([*cli(), "replay", "--help"], tmp_path)
     assert "--set NAME=VALUE" in result.stdout
 
