@@ -335,11 +335,12 @@ def assemble(manifest: dict) -> Path | None:
     return wheelhouse
 
 
-def make_venv(folder: Path, python: str = sys.executable) -> Path:
+def make_venv(folder: Path, python: str = sys.executable, with_pip: bool = True) -> Path:
     """A virtual environment seeing the system's packages, and those of the environment
     ``python`` runs in when that is a virtual environment itself (``--system-site-packages``
     alone would reach only its base interpreter's)."""
-    subprocess.run([python, "-m", "venv", "--system-site-packages", str(folder)], check=True)
+    subprocess.run([python, "-m", "venv", "--system-site-packages",
+                    *([] if with_pip else ["--without-pip"]), str(folder)], check=True)
     probe = ("import json, site, sys; print(json.dumps([sys.prefix != sys.base_prefix, "
              "site.getsitepackages()]))")
     inside, paths = json.loads(subprocess.run([python, "-c", probe], capture_output=True,
