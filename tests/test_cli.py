@@ -333,8 +333,9 @@ def test_build_of_a_cpu_variant_shows_what_changed(example):
     assert vector.returncode == 0, vector.stderr
     lines = vector.stdout.splitlines()
     assert lines[0].startswith("scaled_add [cpu cpu-") and "UNROLL=2, VECTOR_WIDTH=8" in lines[0]
-    assert lines[1].startswith("  ir:") and ".r3/build/scaled_add/v" in lines[1]
-    assert not lines[1].split()[-1].startswith("/")  # shown relative to the project
+    assert lines[1].startswith("  signature: void scaled_add(") and "; writes " in lines[1]
+    assert lines[2].startswith("  ir:") and ".r3/build/scaled_add/v" in lines[2]
+    assert not lines[2].split()[-1].startswith("/")  # shown relative to the project
     vectors = int(next(line for line in lines if "vector instructions" in line).split()[-1])
     assert vectors > 0
 
@@ -345,6 +346,9 @@ def test_build_of_each_cuda_example_writes_ptx_and_figures(example, kernel):
     assert result.returncode == 0, result.stdout + result.stderr
     data = json.loads(result.stdout)
     assert data["backend"] == "cuda" and data["target"] == "sm_90"
+    assert data["signature"].startswith(f"void {kernel}(int ")
+    assert data["signature"].endswith({"saxpy": "writes y", "stencil2d": "writes out",
+                                       "matmul_tiled": "writes c"}[kernel])
     ptx = Path(data["files"]["ptx"])
     assert ptx.name == "baseline-sm_90.ptx" and ".target sm_90" in ptx.read_text()
     assert Path(data["files"]["ir"]).read_text().count("nvptx64-nvidia-cuda") >= 1

@@ -32,13 +32,15 @@ class BuildResult:
     target: str
     macros: dict
     pipeline: dict                                  # settings that differ from the default
+    signature: str = ""                             # as read from the IR, written pointers
     files: dict[str, str] = field(default_factory=dict)       # "ir", "ptx", "assembly"...
     figures: dict[str, dict] = field(default_factory=dict)    # "ours", "nvcc"
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {"kernel": self.kernel, "backend": self.backend, "target": self.target,
-                "macros": self.macros, "pipeline": self.pipeline, "files": self.files,
+                "macros": self.macros, "pipeline": self.pipeline, "signature": self.signature,
+                "files": self.files,
                 "figures": self.figures, "notes": self.notes}
 
     def lines(self, relative_to: Path | None = None) -> list[str]:
@@ -47,6 +49,8 @@ class BuildResult:
         macros = ", ".join(f"{k}={v}" for k, v in self.macros.items()) or "no tunables"
         pipeline = ", ".join(f"{k}={v}" for k, v in self.pipeline.items()) or "default"
         lines = [f"{self.kernel} [{self.backend} {self.target}]  {macros}; pipeline: {pipeline}"]
+        if self.signature:
+            lines.append(f"  signature: {self.signature}")
         width = max(len(k) for k in self.files) + 1 if self.files else 0
         lines += [f"  {kind + ':':<{width}} {_shown(path, relative_to)}"
                   for kind, path in self.files.items()]
@@ -92,8 +96,16 @@ def build(kernel, variant, out_dir: Path, target: str | None = None) -> BuildRes
 
 
 def _result(kernel, variant, target: str) -> BuildResult:
-    return BuildResult(kernel.name, kernel.backend_name, target, dict(variant.macro_dict),
-                       variant.pipeline.differences())
+    result = BuildResult(kernel.name, kernel.backend_name, target, dict(variant.macro_dict),
+                         variant.pipeline.differences())
+    try:  # what a launch must pass; a kernel whose parameters cannot be read still builds
+        signature = kernel.signature
+        written = [p.name for p in signature.params if p.is_pointer and p.written]
+        result.signature = signature.describe() + (f"; writes {', '.join(written)}"
+                                                   if written else "")
+    except R3Error as exc:
+        result.notes.append(f"its parameters cannot be read: {str(exc).splitlines()[0]}")
+    return result
 
 
 def _build_cuda(kernel, variant, out_dir: Path, target: str | None) -> BuildResult:
