@@ -98,7 +98,6 @@ def requirements() -> list[str]:
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     wanted = project["dependencies"] + project["optional-dependencies"]["cuda"]
-    wanted.append("setuptools>=70.1")  # builds the checkout there (bdist_wheel built in)
     pinned = []
     for requirement in wanted:
         name = re.match(r"[A-Za-z0-9_.\-]+", requirement).group(0)
@@ -106,7 +105,7 @@ def requirements() -> list[str]:
             pinned.append(f"{name}=={metadata.version(name)}")
         except metadata.PackageNotFoundError:
             pinned.append(requirement)
-    return pinned
+    return [*pinned, "setuptools>=70.1"]  # builds the checkout there (bdist_wheel built in)
 
 
 def project_name(wheel: str) -> str:
