@@ -338,8 +338,12 @@ def make_venv(folder: Path, python: str = sys.executable, with_pip: bool = True)
     """A virtual environment seeing the system's packages, and those of the environment
     ``python`` runs in when that is a virtual environment itself (``--system-site-packages``
     alone would reach only its base interpreter's)."""
-    subprocess.run([python, "-m", "venv", "--system-site-packages",
-                    *([] if with_pip else ["--without-pip"]), str(folder)], check=True)
+    command = [python, "-m", "venv", "--system-site-packages", str(folder)]
+    try:
+        subprocess.run(command + ([] if with_pip else ["--without-pip"]), check=True)
+    except subprocess.CalledProcessError:  # no ensurepip there: the parent's pip serves
+        shutil.rmtree(folder, ignore_errors=True)
+        subprocess.run(command + ["--without-pip"], check=True)
     probe = ("import json, site, sys; print(json.dumps([sys.prefix != sys.base_prefix, "
              "site.getsitepackages()]))")
     inside, paths = json.loads(subprocess.run([python, "-c", probe], capture_output=True,
@@ -349,7 +353,11 @@ def make_venv(folder: Path, python: str = sys.executable, with_pip: bool = True)
                                  "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                 capture_output=True, text=True, check=True).stdout.strip()
         (Path(target) / "_r3_parent_environment.pth").write_text("\n".join(paths) + "\n")
-    return folder / "bin" / "python"
+    python_there = folder / "bin" / "python"
+    if with_pip and subprocess.run([str(python_there), "-m", "pip", "--version"],
+                                   capture_output=True).returncode != 0:
+        raise SuiteError(f"the environment {folder} has no pip, nor does {python}'s")
+    return python_there
 
 
 def install(args: argparse.Namespace) -> int:
