@@ -45,6 +45,8 @@ def test_the_runtime_is_chosen_by_the_environment(monkeypatch):
                        "runtime; use one of cuda-bindings, pycuda"):
         cuda_runtime.selected_name()
     assert "is not a CUDA runtime" in cuda_runtime.unavailable_reason()
+    assert cuda_runtime.unavailable_reason("numba") == ("no CUDA runtime named 'numba'; use one "
+                                                        "of cuda-bindings, pycuda")
 
 
 def test_unset_the_first_importable_runtime_is_chosen(monkeypatch):

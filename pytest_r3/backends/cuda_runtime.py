@@ -154,6 +154,8 @@ def runtime(name: str | None = None) -> Runtime:
     """The process's runtime called ``name`` (default: :func:`selected_name`), started once.
     MissingExtraError when its package is missing, BackendError without a driver or GPU."""
     name = name or selected_name()
+    if name not in RUNTIMES:
+        raise BackendError(f"no CUDA runtime named {name!r}; use one of {', '.join(RUNTIMES)}")
     with _lock:
         if name in _failures:
             raise _failures[name].with_traceback(None)
