@@ -1,4 +1,5 @@
-"""Benchmark the CUDA backend of pytest-r3 on the example GPU kernels (needs a GPU + pycuda).
+"""Benchmark the CUDA backend of pytest-r3 on the example GPU kernels (needs a GPU and a CUDA
+runtime: cuda-bindings or pycuda, see docs/cuda.md).
 
 For each kernel of ``example_project/exampleproj/cuda`` this script
 
@@ -86,8 +87,7 @@ class Row:
 
 
 def problems(quick: bool) -> dict[str, Problem]:
-    import pycuda.gpuarray as gpuarray
-
+    gpu = cuda_runtime.runtime()
     rng = np.random.default_rng(0)
     n = 1 << (22 if quick else 26)
     x = rng.standard_normal(n, dtype=np.float32)
@@ -102,15 +102,15 @@ def problems(quick: bool) -> dict[str, Problem]:
     b = rng.standard_normal((size, size), dtype=np.float32)
     return {
         # y is overwritten in place, so every launch starts from y again: time on a copy
-        "saxpy": Problem(examples.saxpy, [n, 2.0, gpuarray.to_gpu(x), gpuarray.to_gpu(y)], 3,
+        "saxpy": Problem(examples.saxpy, [n, 2.0, gpu.to_device(x), gpu.to_device(y)], 3,
                          2 * x + y, 12.0 * n),
         "stencil2d": Problem(examples.stencil2d,
-                             [rows, cols, gpuarray.to_gpu(grid),
-                              gpuarray.empty((rows, cols), np.float32)], 3, stencil,
+                             [rows, cols, gpu.to_device(grid),
+                              gpu.empty((rows, cols), np.float32)], 3, stencil,
                              8.0 * rows * cols),
         "matmul_tiled": Problem(examples.matmul_tiled,
-                                [size, size, size, gpuarray.to_gpu(a), gpuarray.to_gpu(b),
-                                 gpuarray.empty((size, size), np.float32)], 5,
+                                [size, size, size, gpu.to_device(a), gpu.to_device(b),
+                                 gpu.empty((size, size), np.float32)], 5,
                                 a.astype(np.float64) @ b, 12.0 * size * size,
                                 flops=2.0 * size**3, rtol=1e-3),
     }
@@ -143,27 +143,26 @@ def time_interleaved(backend, launchers: dict, args, rounds: int) -> dict[str, f
 
 
 def measure_peaks(backend, rounds: int) -> dict[str, float]:
-    import pycuda.driver as driver
-    import pycuda.gpuarray as gpuarray
-
+    gpu = cuda_runtime.runtime()
+    driver = gpu.driver
     nbytes = 1 << 30
-    source, target = gpuarray.empty(nbytes // 4, np.float32), gpuarray.empty(nbytes // 4,
-                                                                            np.float32)
-    start, end = driver.Event(), driver.Event()
+    source, target = gpu.empty(nbytes // 4, np.float32), gpu.empty(nbytes // 4, np.float32)
+    start, end = driver.new_event(), driver.new_event()
     copies = []
     for _ in range(rounds + 2):
-        start.record()
-        driver.memcpy_dtod(target.gpudata, source.gpudata, nbytes)
-        end.record()
-        end.synchronize()
-        copies.append(end.time_since(start) * 1e-3)
+        driver.record(start)
+        driver.copy_on_device(target.pointer, source.pointer, nbytes)
+        driver.record(end)
+        driver.wait(end)
+        copies.append(driver.elapsed(start, end))
+    source.free()
+    target.free()
     bandwidth = 2 * nbytes / statistics.median(copies[2:])  # read + write
-    sms = cuda_runtime.runtime().device.get_attribute(
-        driver.device_attribute.MULTIPROCESSOR_COUNT)
+    sms = driver.multiprocessors or 132
     blocks = sms * 16
     peak = r3.kernel(FMA_PEAK, entry="fma_peak", backend="cuda", name="bench_fma_peak",
                      launch={"grid": blocks, "block": FMA_BLOCK})
-    out = gpuarray.empty(blocks * FMA_BLOCK, np.float32)
+    out = gpu.empty(blocks * FMA_BLOCK, np.float32)
     seconds = time_interleaved(backend, {"peak": peak.build()}, [out, FMA_ITERS], rounds)
     flops = 2.0 * FMA_CHAINS * FMA_ITERS * blocks * FMA_BLOCK / seconds["peak"]
     return {"copy_bandwidth_gb_s": bandwidth / 1e9, "fma_gflop_s": flops / 1e9,
@@ -214,7 +213,8 @@ def bench_kernel(backend, name: str, problem: Problem, rounds: int) -> Row:
 
 
 def report(rows: list[Row], peaks: dict, problems_: dict[str, Problem]) -> list[str]:
-    lines = [f"device: {cuda_runtime.runtime().device_name} ({cuda_runtime.runtime().arch}); "
+    gpu = cuda_runtime.runtime()
+    lines = [f"device: {gpu.device_name} ({gpu.arch}, {gpu.name}); "
              f"measured peaks: copy {peaks['copy_bandwidth_gb_s']:.0f} GB/s, FMA "
              f"{peaks['fma_gflop_s']:.0f} GFLOP/s", ""]
     header = (f"{'kernel':<13} {'baseline':>11} {'tuned':>11} {'nvcc':>11} {'vs base':>8} "

@@ -1,14 +1,17 @@
-"""``pytest-r3``: work with recordings outside a test run (list them, replay a variant).
+"""``pytest-r3``: work outside a test run: list recordings, replay a variant, build a kernel.
 
-Exit status: 0 when the command did its work (``replay``: the variant passed), 1 only when
-``replay`` rejected the variant (or ``recordings`` found none), 2 for a usage error, a
-state that cannot be used, or any other error (one line on stderr, never a traceback unless
+Exit status: 0 when the command did its work (``replay``: the variant passed; ``build``: it
+compiled, and ptxas accepted it where installed), 1 only when ``replay`` rejected the variant,
+``build`` could not compile it (or ``recordings`` found none), 2 for a usage error, a state
+that cannot be used, or any other error (one line on stderr, never a traceback unless
 ``PYTEST_R3_DEBUG=1``), 130 when interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import sys
@@ -17,7 +20,7 @@ import warnings
 from pathlib import Path
 
 from . import settings as options
-from .errors import R3Error, R3Warning
+from .errors import CompileError, R3Error, R3Warning
 
 OK, REJECTED, ERROR, INTERRUPTED = 0, 1, 2, 130
 
@@ -51,6 +54,24 @@ def _parser() -> argparse.ArgumentParser:
                         help="replay only this recording (repeatable)")
     replay.add_argument("--json", action="store_true", help="print the result as JSON")
     options.add_to_argparse(replay, ["r3_dir", "r3_run_timeout"])
+    build = commands.add_parser(
+        "build", help="compile a declared kernel (or a variant) and show what it became",
+        description="Find the kernels the project's tests declare (as `pytest --r3-list` "
+        "does), compile KERNEL, write its IR and PTX or assembly under <r3-dir>/build/ and "
+        "print registers, spills and shared memory (ptxas), beside nvcc's where installed.")
+    build.add_argument("kernel")
+    build.add_argument("paths", nargs="*", metavar="PYTEST_ARG",
+                       help="test paths or pytest options to collect (default: as pytest)")
+    build.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                       help="tunable macro value (repeatable)")
+    build.add_argument("--pipeline", action="append", default=[], metavar="SETTINGS",
+                       help="pipeline settings: NAME=VALUE (repeatable), a JSON object, or a "
+                       "JSON file")
+    build.add_argument("--source", metavar="FILE", help="replace the kernel source by FILE")
+    build.add_argument("--target", metavar="ARCH",
+                       help="GPU architecture of a CUDA kernel, e.g. sm_90 (default: "
+                       "$PYTEST_R3_CUDA_ARCH, the GPU's, else sm_80)")
+    build.add_argument("--json", action="store_true", help="print the result as JSON")
     return parser
 
 
@@ -72,7 +93,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "recordings":
             return _list(Path(args.r3_dir))
+        if args.command == "build":
+            return _build(args)
         return _replay(args)
+    except CompileError as exc:
+        if args.command != "build":
+            raise
+        print(f"pytest-r3: {_one_paragraph(exc)}", file=sys.stderr)
+        return REJECTED
     except R3Error as exc:
         print(f"pytest-r3: {' '.join(str(exc).split())}", file=sys.stderr)
         return ERROR
@@ -134,6 +162,92 @@ def _replay(args: argparse.Namespace) -> int:
     else:
         print(f"{args.kernel}: {result.summary()}")
     return OK if result.ok else REJECTED
+
+
+def _one_paragraph(exc: CompileError) -> str:
+    """A compile error's message without the command line it quotes."""
+    text = str(exc).split("\n\ncommand:")[0]
+    return text.strip()
+
+
+def _pipeline_settings(values: list[str]) -> dict[str, object]:
+    """``--pipeline`` values: NAME=VALUE pairs, JSON objects, or JSON files, merged."""
+    settings: dict[str, object] = {}
+    for value in values:
+        text = value.strip()
+        if not text.startswith("{") and "=" not in text:
+            path = Path(text)
+            if not path.is_file():
+                raise R3Error(f"--pipeline {value!r} is neither NAME=VALUE, a JSON object nor "
+                              "a file")
+            text = path.read_text()
+        if text.startswith("{"):
+            try:
+                loaded = json.loads(text)
+            except ValueError as exc:
+                raise R3Error(f"--pipeline {value!r}: not valid JSON ({exc})") from exc
+            if not isinstance(loaded, dict):
+                raise R3Error(f"--pipeline {value!r}: the JSON must be an object of settings")
+            settings.update(loaded)
+        else:
+            settings.update(_assignments([text], "--pipeline"))
+    return settings
+
+
+def declared_kernels(pytest_args: list[str]) -> tuple[dict, Path, str]:
+    """The kernels the project's tests declare, found by collecting them as ``pytest
+    --r3-list`` does (in this process, without running a test); the r3 folder; and
+    pytest's output, for when collection failed."""
+    import importlib.util
+
+    import pytest
+
+    from .kernel import declaration
+    from .pytest_plugin.plugin import r3_dir
+
+    found: dict = {}
+    where: list[Path] = []
+
+    class Collector:
+        @pytest.hookimpl(trylast=True)
+        def pytest_collection_finish(self, session: pytest.Session) -> None:
+            found.update(declaration.registry())
+            where.append(r3_dir(session.config))
+
+    args = ["--collect-only", "-q", "-p", "no:cacheprovider", *pytest_args]
+    if importlib.util.find_spec("xdist") is not None:
+        args.append("-n0")  # collecting needs no workers, whatever the project's addopts
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+        pytest.main(args, plugins=[Collector()])
+    return found, (where[0] if where else Path(".r3")), output.getvalue()
+
+
+def _build(args: argparse.Namespace) -> int:
+    from .model.pipeline import Pipeline
+    from .tuning.build import build
+
+    pipeline = _pipeline_settings(args.pipeline)
+    Pipeline.from_mapping(pipeline, where="--pipeline: ")  # a usage error before collecting
+    macros = _assignments(args.set, "--set")
+    kernels, r3_folder, output = declared_kernels(args.paths)
+    kernel = kernels.get(args.kernel)
+    if kernel is None:
+        if not kernels:
+            tail = " ".join(output.strip().splitlines()[-3:])
+            raise R3Error(f"no kernel is declared by the tests collected here ({Path.cwd()}); "
+                          f"run it from the project's folder or name the test paths. pytest "
+                          f"said: {tail[-600:]}")
+        raise R3Error(f"no kernel named {args.kernel!r} is declared by the tests collected "
+                      f"here; declared: {', '.join(sorted(kernels))}")
+    source_text = Path(args.source).read_text() if args.source else None
+    variant = kernel.variant(pipeline=pipeline or None, source_text=source_text, **macros)
+    result = build(kernel, variant, r3_folder / "build" / kernel.name, args.target)
+    if args.json:
+        print(json.dumps(result.as_dict(), indent=2))
+    else:
+        print("\n".join(result.lines(relative_to=Path.cwd())))
+    return OK
 
 
 if __name__ == "__main__":

@@ -210,7 +210,7 @@ def test_rerecording_after_changing_the_kernel_replays_cleanly(tmp_path):
 def test_help_lists_both_commands(tmp_path):
     result = run([*cli(), "--help"], tmp_path)
     assert result.returncode == 0
-    assert "recordings" in result.stdout and "replay" in result.stdout
+    assert "recordings" in result.stdout and "replay" in result.stdout and "build" in result.stdout
     result = run([*cli(), "replay", "--help"], tmp_path)
     assert "--set NAME=VALUE" in result.stdout
 
@@ -289,3 +289,129 @@ def test_replay_without_any_usable_recording_exits_2(damaged):
     assert result.returncode == 2, result.stdout + result.stderr
     assert "has no usable recording" in result.stderr and "--r3-record" in result.stderr
     assert result.stderr.count("skipped recording") == 2  # each named once
+
+
+# -- pytest-r3 build ----------------------------------------------------------------------------
+EXAMPLE = Path(__file__).resolve().parent.parent / "example_project"
+HAS_PTXAS = shutil.which("ptxas") is not None or Path("/usr/local/cuda/bin/ptxas").exists()
+HAS_NVCC = shutil.which("nvcc") is not None or Path("/usr/local/cuda/bin/nvcc").exists()
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory) -> Path:
+    """A copy of the example project (its .r3/build/ is written by the tests)."""
+    copy = tmp_path_factory.mktemp("build") / "example_project"
+    shutil.copytree(EXAMPLE, copy, ignore=shutil.ignore_patterns(".r3", "r3.lock",
+                                                                  "__pycache__"))
+    return copy
+
+
+def build(example: Path, *args: str) -> subprocess.CompletedProcess:
+    return run([*cli(), "build", *args], example)
+
+
+@pytest.mark.parametrize("kernel", ["scaled_add", "matmul", "jacobi2d"])
+def test_build_of_each_cpu_example_writes_ir_and_assembly(example, kernel):
+    result = build(example, kernel, "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    data = json.loads(result.stdout)
+    assert data["backend"] == "cpu" and data["target"].startswith("cpu-")
+    ir, assembly = Path(data["files"]["ir"]), Path(data["files"]["assembly"])
+    assert ir.parent == example / ".r3" / "build" / kernel and ir.name == "baseline-host.ll"
+    assert "define " in ir.read_text() and f"@{kernel}(" in ir.read_text()
+    assert f"{kernel}:" in assembly.read_text()
+    assert data["figures"]["ours"]["instructions"] > 10
+
+
+def test_build_of_a_cpu_variant_shows_what_changed(example):
+    plain = json.loads(build(example, "scaled_add", "--json",
+                             "--pipeline", "loop_vectorize=false",
+                             "--pipeline", '{"slp_vectorize": false}').stdout)
+    assert plain["figures"]["ours"]["vector_instructions"] == 0
+    assert plain["pipeline"] == {"loop_vectorize": False, "slp_vectorize": False}
+    vector = build(example, "scaled_add", "--set", "VECTOR_WIDTH=8", "--set", "UNROLL=2")
+    assert vector.returncode == 0, vector.stderr
+    lines = vector.stdout.splitlines()
+    assert lines[0].startswith("scaled_add [cpu cpu-") and "UNROLL=2, VECTOR_WIDTH=8" in lines[0]
+    assert lines[1].startswith("  signature: void scaled_add(") and "; writes " in lines[1]
+    assert lines[2].startswith("  ir:") and ".r3/build/scaled_add/v" in lines[2]
+    assert not lines[2].split()[-1].startswith("/")  # shown relative to the project
+    vectors = int(next(line for line in lines if "vector instructions" in line).split()[-1])
+    assert vectors > 0
+
+
+@pytest.mark.parametrize("kernel", ["saxpy", "stencil2d", "matmul_tiled"])
+def test_build_of_each_cuda_example_writes_ptx_and_figures(example, kernel):
+    result = build(example, kernel, "--target", "sm_90", "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    data = json.loads(result.stdout)
+    assert data["backend"] == "cuda" and data["target"] == "sm_90"
+    assert data["signature"].startswith(f"void {kernel}(int ")
+    assert data["signature"].endswith({"saxpy": "writes y", "stencil2d": "writes out",
+                                       "matmul_tiled": "writes c"}[kernel])
+    ptx = Path(data["files"]["ptx"])
+    assert ptx.name == "baseline-sm_90.ptx" and ".target sm_90" in ptx.read_text()
+    assert Path(data["files"]["ir"]).read_text().count("nvptx64-nvidia-cuda") >= 1
+    ours = data["figures"]["ours"]
+    if not HAS_PTXAS:
+        assert any("ptxas is not installed" in note for note in data["notes"])
+        return
+    assert 0 < ours["registers"] <= 255 and ours["spill_store_bytes"] == 0
+    if kernel == "matmul_tiled":
+        assert ours["shared_bytes"] == 2 * 16 * 16 * 4
+    if HAS_NVCC:
+        nvcc = data["figures"]["nvcc"]
+        assert ".entry" in Path(data["files"]["nvcc ptx"]).read_text()
+        assert abs(ours["registers"] - nvcc["registers"]) <= max(4, nvcc["registers"] // 4)
+    else:
+        assert any("nvcc is not installed" in note for note in data["notes"])
+
+
+@pytest.mark.skipif(not HAS_PTXAS, reason="ptxas (CUDA toolkit) is not installed")
+def test_build_of_a_cuda_variant_prints_ptxas_figures_beside_nvcc(example):
+    result = build(example, "matmul_tiled", "--set", "TILE=32", "--target", "sm_80")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "matmul_tiled [cuda sm_80]  TILE=32; pipeline: default"
+    shared = next(line for line in lines if line.strip().startswith("shared memory"))
+    assert shared.split()[3] == str(2 * 32 * 32 * 4)
+    header = next(line for line in lines if "ours" in line)
+    assert ("nvcc -O3" in header) == HAS_NVCC
+    if HAS_NVCC:
+        assert shared.split()[4] == str(2 * 32 * 32 * 4)
+
+
+def test_build_failures_exit_1_and_usage_errors_exit_2(example, tmp_path):
+    broken = tmp_path / "broken.cu"
+    broken.write_text('extern "C" __global__ void saxpy(int n, float *y) { y[0] = q; }\n')
+    failed = build(example, "saxpy", "--source", str(broken))
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    # the replacement text keeps the kernel's file name, as replay --source does
+    assert "saxpy.cu:1:" in failed.stderr and failed.stdout == ""
+    assert "error: use of undeclared identifier 'q'" in failed.stderr
+    unknown = build(example, "saxpi")
+    assert unknown.returncode == 2
+    assert unknown.stderr.strip() == (
+        "pytest-r3: no kernel named 'saxpi' is declared by the tests collected here; "
+        "declared: jacobi2d, matmul, matmul_tiled, saxpy, scaled_add, stencil2d")
+    value = build(example, "saxpy", "--set", "BLOCK=7")
+    assert value.returncode == 2 and "tunable BLOCK=7 is not one of its declared values" \
+        in value.stderr
+    target = build(example, "scaled_add", "--target", "sm_90")
+    assert target.returncode == 2 and "--target 'sm_90' applies to CUDA kernels" in target.stderr
+    setting = build(example, "saxpy", "--pipeline", "unrol=false")
+    assert setting.returncode == 2 and "unknown pipeline setting(s) 'unrol'" in setting.stderr
+    nothing = build(tmp_path, "saxpy")
+    assert nothing.returncode == 2 and "no kernel is declared by the tests collected here" \
+        in nothing.stderr
+
+
+def test_build_takes_a_pipeline_file_and_test_paths(example, tmp_path):
+    settings = tmp_path / "pipeline.json"
+    settings.write_text(json.dumps({"level": 2, "loop_unroll": False}))
+    result = build(example, "saxpy", "tests/test_cuda_kernels.py", "--pipeline",
+                   str(settings), "--target", "sm_90", "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads(result.stdout)["pipeline"] == {"level": 2, "loop_unroll": False}
+    elsewhere = build(example, "saxpy", "tests/test_matmul.py")  # declares only CPU kernels
+    assert elsewhere.returncode == 2 and "declared: " in elsewhere.stderr

@@ -1,5 +1,5 @@
-"""The GPU kernels against numpy. They need pycuda and a GPU and skip, saying which is
-missing, elsewhere; without them `pytest --r3-tune` records and tunes the CPU kernels only."""
+"""The GPU kernels against numpy. They need a CUDA runtime (cuda-bindings or pycuda) and a
+GPU and skip, saying which is missing, elsewhere; without them `pytest --r3-tune` records and tunes the CPU kernels only."""
 
 import numpy as np
 import pytest
@@ -9,7 +9,7 @@ from pytest_r3.backends.cuda_runtime import unavailable_reason
 
 CUDA_MISSING = unavailable_reason()
 pytestmark = pytest.mark.skipif(CUDA_MISSING is not None,
-                                reason=f"CUDA kernels cannot run here: {CUDA_MISSING}")
+                                reason=f"needs a GPU: {CUDA_MISSING}")
 
 
 @pytest.mark.r3_oracle(saxpy)

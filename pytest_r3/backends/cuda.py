@@ -1,4 +1,4 @@
-"""CUDA backend: .cu -> clang (device only) NVPTX IR -> llvmlite passes -> PTX -> pycuda.
+"""CUDA backend: .cu -> clang (device only) NVPTX IR -> llvmlite passes -> PTX -> the GPU.
 
 Compiling needs neither a GPU nor the CUDA toolkit: clang (from the ziglang wheel) compiles
 the device side with ``-nocudainc -nocudalib`` and pytest-r3's own headers: ``r3_cuda.h``
@@ -9,10 +9,11 @@ functions, atomics, intrinsics and math on top of clang's NVVM builtins, and
 optimises the IR with the same :class:`~pytest_r3.Pipeline` as CPU kernels and emits PTX.
 Where NVIDIA's tools are installed, ``ptxas -v`` checks every PTX and reports registers
 and spills, and libdevice supplies accurate math (see ``cuda_tools``).
-Running needs a GPU and pycuda (``pip install "pytest-r3[cuda]"``), imported on first launch.
+Running needs a GPU and a CUDA runtime (cuda-bindings, ``pip install "pytest-r3[cuda]"``, or
+pycuda; see ``cuda_runtime``), imported on first launch.
 
 The GPU architecture is ``$PYTEST_R3_CUDA_ARCH`` (``sm_90``...), else the GPU's own when
-pycuda can see one, else ``sm_80``.
+the CUDA runtime can see one, else ``sm_80``.
 """
 
 from __future__ import annotations
@@ -270,7 +271,9 @@ def _shown_name(source: KernelSource) -> str:
 
 
 def _on_device(value: object) -> bool:
-    return hasattr(value, "__cuda_array_interface__") or hasattr(value, "gpudata")
+    from .cuda_runtime import is_device_array
+
+    return is_device_array(value)
 
 
 @functools.lru_cache(maxsize=1)
@@ -282,12 +285,12 @@ def _initialize_nvptx() -> None:
 
 
 def _device_arch() -> str | None:
-    """The GPU's architecture when pycuda is installed and sees one, else None."""
+    """The GPU's architecture when a CUDA runtime is installed and sees one, else None."""
     from . import cuda_runtime
 
     try:
         return cuda_runtime.runtime().arch
-    except Exception:  # no pycuda, no driver, no GPU: compile for the default
+    except Exception:  # no runtime, no driver, no GPU: compile for the default
         return None
 
 

@@ -1,24 +1,30 @@
-"""Running PTX on the GPU through pycuda: context, modules, argument copies, launches, timing.
+"""Running PTX on the GPU: the runtime chooser, device arrays, argument packing and launches.
 
-Imported only when a CUDA kernel runs, so CPU-only users never import pycuda. Arguments may
-be numpy arrays (copied to the device before the launch and, if the kernel writes them,
-back after it) or device arrays (anything with ``__cuda_array_interface__``, such as pycuda
-GPUArrays, CuPy or PyTorch tensors; passed through without copies). A call returns when the
-kernel has finished, so a fault is raised by the call that caused it.
+Two runtimes reach the CUDA driver: ``cuda-bindings`` (NVIDIA's ``cuda.bindings.driver``,
+binary wheels, no toolkit needed; the default) and ``pycuda``. Each is a small
+:class:`Driver` (``cuda_runtime_bindings``, ``cuda_runtime_pycuda``); everything else (the
+argument checks and copies, launch configuration, timing with events, error translation) is
+here, shared, so both behave the same. ``PYTEST_R3_CUDA_RUNTIME`` picks one; unset, the first
+importable of cuda-bindings and pycuda. Imported only when a CUDA kernel runs, so CPU-only
+users import neither.
+
+Arguments may be numpy arrays (copied to the device before the launch and, if the kernel
+writes them, back after it) or device arrays (anything with ``__cuda_array_interface__``:
+CuPy, PyTorch, Numba, pycuda GPUArrays, :class:`DeviceArray`; passed as pointers, no copies).
+A call returns when the kernel has finished, so a fault is raised by the call that caused it.
 
 The kernel runs in the current CUDA context of the calling thread; if there is none, in the
 device's primary context (the one the CUDA runtime, CuPy and PyTorch share), made current
 on first use. ``PYTEST_R3_CUDA_DEVICE`` picks the device (default 0).
-
-One module for the driver's whole life cycle (context, module, copies, launch, events,
-errors) because each step needs the others' state; it is longer than most for that reason.
 """
 
 from __future__ import annotations
 
-import atexit
-import functools
+import abc
+import importlib
 import os
+import struct
+import threading
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -37,131 +43,220 @@ from ..model.signature import Param, Signature
 from .base import Launcher
 
 DEVICE_ENV = "PYTEST_R3_CUDA_DEVICE"
-INSTALL_HINT = 'pip install "pytest-r3[cuda]"'
+RUNTIME_ENV = "PYTEST_R3_CUDA_RUNTIME"
+# runtime name -> (module of its Driver, the pip extra that installs it)
+RUNTIMES = {
+    "cuda-bindings": ("pytest_r3.backends.cuda_runtime_bindings", "cuda"),
+    "pycuda": ("pytest_r3.backends.cuda_runtime_pycuda", "pycuda"),
+}
+NO_GPU_HINT = "CUDA kernels need a GPU (or the emulation mode, see docs/cuda.md)"
 DEFAULT_SHARED_LIMIT = 48 * 1024  # more dynamic shared memory must be asked for explicitly
-_FORMAT = {"bool": "?", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i",
-           "uint32": "I", "int64": "q", "uint64": "Q", "float32": "f", "float64": "d"}
+# struct codes of the scalar parameter dtypes; "P" is a device pointer
+FORMAT = {"bool": "?", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i",
+          "uint32": "I", "int64": "q", "uint64": "Q", "float16": "e", "float32": "f",
+          "float64": "d"}
 # driver messages after which the context is unusable (sticky errors)
 _FAULTS = ("illegal memory access", "illegal address", "misaligned address", "launch failed",
            "unspecified launch failure", "illegal instruction", "hardware stack error",
            "device-side assert", "exception", "trap", "program counter")
 
 
-@functools.lru_cache(maxsize=1)
-def runtime() -> Runtime:
-    """The process's CUDA runtime (started once); MissingExtraError without pycuda."""
-    try:
-        import pycuda.driver as driver
-    except ImportError as exc:
+class DriverError(Exception):
+    """A CUDA driver call failed; the message holds the call, the code's name and text."""
+
+
+class Driver(abc.ABC):
+    """What a runtime provides: one device and context, memory, modules, launches, events.
+
+    Pointers are plain ints; ``module``, ``function`` and ``event`` are the runtime's own
+    handles. Every method raises :class:`DriverError` when the driver refuses.
+    """
+
+    name: str = ""
+    device_name: str = ""
+    arch: str = ""              # "sm_90"
+    multiprocessors: int = 0
+
+    @abc.abstractmethod
+    def ensure_current(self) -> None:
+        """Make the runtime's context current on this thread if no context is."""
+
+    @abc.abstractmethod
+    def load_module(self, ptx: str): ...
+
+    @abc.abstractmethod
+    def get_function(self, module, symbol: str): ...
+
+    @abc.abstractmethod
+    def function_attribute(self, function, name: str) -> int:
+        """``name``: "max_threads" or "registers"."""
+
+    @abc.abstractmethod
+    def set_dynamic_shared(self, function, nbytes: int) -> None: ...
+
+    @abc.abstractmethod
+    def alloc(self, nbytes: int) -> int: ...
+
+    @abc.abstractmethod
+    def free(self, pointer: int) -> None: ...
+
+    @abc.abstractmethod
+    def copy_to_device(self, pointer: int, host: np.ndarray) -> None: ...
+
+    @abc.abstractmethod
+    def copy_to_host(self, host: np.ndarray, pointer: int) -> None: ...
+
+    @abc.abstractmethod
+    def copy_on_device(self, target: int, source: int, nbytes: int) -> None: ...
+
+    @abc.abstractmethod
+    def launch(self, function, launch: Launch, layout: str, values: Sequence[object]) -> None:
+        """Launch ``function`` with ``values`` laid out as the struct format ``layout``."""
+
+    @abc.abstractmethod
+    def synchronize(self) -> None: ...
+
+    @abc.abstractmethod
+    def new_event(self): ...
+
+    @abc.abstractmethod
+    def record(self, event) -> None: ...
+
+    @abc.abstractmethod
+    def wait(self, event) -> None: ...
+
+    @abc.abstractmethod
+    def elapsed(self, start, end) -> float:
+        """Seconds between two recorded events."""
+
+
+# -- choosing a runtime ------------------------------------------------------------------------
+def selected_name() -> str:
+    """The runtime ``$PYTEST_R3_CUDA_RUNTIME`` names, else the first importable one."""
+    name = os.environ.get(RUNTIME_ENV, "").strip().lower()
+    if name:
+        if name not in RUNTIMES:
+            raise BackendError(f"{RUNTIME_ENV}={name!r} is not a CUDA runtime; use one of "
+                               f"{', '.join(RUNTIMES)} (or leave it unset)")
+        return name
+    for candidate, (module_name, _) in RUNTIMES.items():
+        if importlib.import_module(module_name).importable():
+            return candidate
+    return next(iter(RUNTIMES))  # none importable: the default names its extra
+
+
+_lock = threading.Lock()
+_runtimes: dict[str, Runtime] = {}
+_failures: dict[str, Exception] = {}  # a missing package or GPU stays missing: asked once
+
+
+def runtime(name: str | None = None) -> Runtime:
+    """The process's runtime called ``name`` (default: :func:`selected_name`), started once.
+    MissingExtraError when its package is missing, BackendError without a driver or GPU."""
+    name = name or selected_name()
+    if name not in RUNTIMES:
+        raise BackendError(f"no CUDA runtime named {name!r}; use one of {', '.join(RUNTIMES)}")
+    with _lock:
+        if name in _failures:
+            raise _failures[name].with_traceback(None)
+        if name not in _runtimes:
+            try:
+                _runtimes[name] = _start(name)
+            except (MissingExtraError, BackendError) as exc:
+                _failures[name] = exc
+                raise
+        return _runtimes[name]
+
+
+def _start(name: str) -> Runtime:
+    module_name, extra = RUNTIMES[name]
+    module = importlib.import_module(module_name)
+    if not module.importable():
         raise MissingExtraError(
-            f"running CUDA kernels needs pycuda, which is not importable ({exc}). Install it "
-            f"with `{INSTALL_HINT}`; it builds from source against your CUDA toolkit, so "
-            "nvcc and the CUDA headers must be installed (see docs/cuda.md). Compiling to "
-            "PTX works without it.") from exc
-    return Runtime.start(driver)
+            f"running CUDA kernels through {name} needs the {module.PACKAGE} package, which "
+            f'is not importable. Install it with `pip install "pytest-r3[{extra}]"` or choose '
+            f"another runtime with {RUNTIME_ENV}. Compiling to PTX works without it.")
+    return Runtime(module.start(_device_index()))
 
 
-def unavailable_reason() -> str | None:
-    """Why CUDA kernels cannot run in this process (no pycuda, driver or GPU), else None:
-    the one place tests decide to skip GPU runs."""
+def unavailable_reason(name: str | None = None) -> str | None:
+    """Why CUDA kernels cannot run in this process (no runtime package, driver or GPU),
+    else None: the one place tests decide to skip GPU runs."""
     try:
-        runtime()
-    except MissingExtraError as exc:
-        return f"pycuda is not importable ({exc.__cause__}; `{INSTALL_HINT}`)"
-    except BackendError as exc:
+        runtime(name)
+    except (MissingExtraError, BackendError) as exc:
         return str(exc)
     return None
 
 
-class Runtime:
-    """One device and context, and the pycuda driver module used to reach them."""
-
-    def __init__(self, driver, device, context) -> None:
-        self.driver = driver
-        self.device = device
-        self.context = context
-        major, minor = device.compute_capability()
-        self.arch = f"sm_{major}{minor}"
-        self.device_name = device.name()
-
-    @classmethod
-    def start(cls, driver) -> Runtime:
-        index = int(os.environ.get(DEVICE_ENV, "0") or 0)
-        try:
-            driver.init()
-            count = driver.Device.count()
-            if index >= count:
-                raise BackendError(f"{DEVICE_ENV}={index} but the CUDA driver sees {count} "
-                                   "GPU(s)")
-            device = driver.Device(index)
-            context = driver.Context.get_current()
-            if context is None:
-                context = device.retain_primary_context()
-                context.push()
-                atexit.register(_release, driver)
-            else:
-                device = context.get_device()
-        except driver.Error as exc:
-            raise BackendError(f"the CUDA driver could not start ({exc}); is there a GPU and "
-                               "a working NVIDIA driver? (nvidia-smi should list the GPU)"
-                               ) from exc
-        return cls(driver, device, context)
-
-    def ensure_current(self) -> None:
-        """Make our context current on this thread if no context is (a new thread)."""
-        if self.driver.Context.get_current() is None:
-            self.context.push()
-
-    def launcher(self, ptx: str, symbol: str, signature: Signature, launch: LaunchConfig,
-                 tunables: Mapping[str, object], limits: LaunchLimits, kernel_name: str,
-                 build=None) -> CUDALauncher:
-        self.ensure_current()
-        try:
-            module = self.driver.module_from_buffer(ptx.encode() + b"\0")
-            function = module.get_function(symbol)
-        except self.driver.Error as exc:
-            raise CompileError(
-                f"kernel {kernel_name!r}: the CUDA driver would not load the PTX ({exc}). "
-                "A PTX version newer than the driver supports, or an architecture other than "
-                f"this GPU's ({self.arch}), cause this; set PYTEST_R3_CUDA_ARCH={self.arch}",
-                str(exc)) from exc
-        return CUDALauncher(self, module, function, signature, launch, tunables, limits,
-                            kernel_name, ptx, build)
-
-    def to_host(self, value: object) -> np.ndarray:
-        """A host copy of a device array."""
-        get = getattr(value, "get", None)
-        if callable(get):
-            return np.array(get(), copy=True)
-        pointer, dtype, shape = _device_array(value, "value")
-        host = np.empty(shape, dtype)
-        if host.nbytes:
-            self.ensure_current()
-            self.driver.memcpy_dtoh(host, pointer)
-        return host
+def no_gpu_error(what: str) -> BackendError:
+    """The one-line error for a machine where the driver cannot start."""
+    return BackendError(f"no usable CUDA GPU: {what}; {NO_GPU_HINT}")
 
 
-def _release(driver) -> None:
-    try:
-        driver.Context.pop()
-    except Exception:  # the interpreter is ending: nothing left to do
-        pass
+def _device_index() -> int:
+    text = os.environ.get(DEVICE_ENV, "0").strip() or "0"
+    if not text.isdigit():
+        raise BackendError(f"{DEVICE_ENV}={text!r} is not a GPU index (0, 1, ...)")
+    return int(text)
 
 
-def _device_array(value: object, head: str) -> tuple[int, np.dtype, tuple[int, ...]]:
-    """Pointer, dtype and shape of a C-contiguous device array (CUDA array interface)."""
+# -- argument layout ---------------------------------------------------------------------------
+def parameter_layout(signature: Signature, kernel_name: str) -> str:
+    """The struct format of the kernel's parameters: "P" for pointers, FORMAT for scalars."""
+    unsupported = [p.describe() for p in signature.params
+                   if not p.is_pointer and p.dtype not in FORMAT]
+    if unsupported:
+        raise DeclarationError(f"kernel {kernel_name!r}: scalar parameter(s) "
+                               f"{', '.join(unsupported)} cannot be passed to a CUDA kernel "
+                               "here; pass them through an array")
+    return "".join("P" if p.is_pointer else FORMAT[p.dtype] for p in signature.params)
+
+
+def parameter_offsets(layout: str) -> tuple[list[int], int]:
+    """Each parameter's byte offset in the packed buffer, and the buffer's size: natural
+    alignment, as the kernel's parameter space (and a C struct) lays them out."""
+    offsets, end = [], 0
+    for code in layout:
+        size = struct.calcsize(code)
+        end = -(-end // size) * size
+        offsets.append(end)
+        end += size
+    return offsets, end
+
+
+def pack_parameters(layout: str, values: Sequence[object]) -> bytes:
+    """The parameter buffer: ``values`` at :func:`parameter_offsets`, native byte order."""
+    if len(layout) != len(values):
+        raise LaunchError(f"{len(values)} value(s) for {len(layout)} parameter(s)")
+    offsets, size = parameter_offsets(layout)
+    buffer = bytearray(size)
+    for code, offset, value in zip(layout, offsets, values):
+        struct.pack_into(code, buffer, offset, value)
+    return bytes(buffer)
+
+
+# -- device arrays -----------------------------------------------------------------------------
+def device_array_info(value: object, head: str) -> tuple[int, np.dtype, tuple[int, ...], bool]:
+    """Pointer, dtype, shape and read-only flag of a C-contiguous device array."""
     cai = getattr(value, "__cuda_array_interface__", None)
     if cai is None:  # an older pycuda GPUArray
-        array = value
-        if not getattr(getattr(array, "flags", None), "c_contiguous", True):
+        if not getattr(getattr(value, "flags", None), "c_contiguous", True):
             raise LaunchError(f"{head}: the device array is not C-contiguous")
-        return int(array.gpudata), np.dtype(array.dtype), tuple(array.shape)
+        return int(value.gpudata), np.dtype(value.dtype), tuple(value.shape), False
     dtype = np.dtype(cai["typestr"])
-    shape = tuple(cai["shape"])
+    shape = tuple(int(size) for size in cai["shape"])
     strides = cai.get("strides")
-    if strides is not None and tuple(strides) != _c_strides(shape, dtype.itemsize):
-        raise LaunchError(f"{head}: the device array is not C-contiguous (strides {strides})")
-    return int(cai["data"][0]), dtype, shape
+    if strides is not None and tuple(strides) != _c_strides(shape, dtype.itemsize) \
+            and 0 not in shape:
+        raise LaunchError(f"{head}: the device array is not C-contiguous (strides {strides}); "
+                          "pass a contiguous copy")
+    pointer, readonly = cai["data"]
+    return int(pointer or 0), dtype, shape, bool(readonly)
+
+
+def is_device_array(value: object) -> bool:
+    return hasattr(value, "__cuda_array_interface__") or hasattr(value, "gpudata")
 
 
 def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
@@ -170,6 +265,100 @@ def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
         strides.append(step)
         step *= size
     return tuple(reversed(strides))
+
+
+class DeviceArray:
+    """Device memory holding an array, for callers without CuPy or PyTorch: it has the
+    CUDA array interface, ``get()`` copies it to the host, ``free()`` (or the garbage
+    collector) releases it."""
+
+    def __init__(self, runtime: Runtime, shape, dtype) -> None:
+        self.runtime = runtime
+        self.dtype = np.dtype(dtype)
+        self.shape = tuple(int(size) for size in np.atleast_1d(shape))
+        self.nbytes = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        self.pointer = runtime.driver.alloc(max(self.nbytes, 1))
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        return {"shape": self.shape, "typestr": self.dtype.str, "strides": None,
+                "data": (self.pointer, False), "version": 3}
+
+    def get(self) -> np.ndarray:
+        host = np.empty(self.shape, self.dtype)
+        if self.nbytes:
+            self.runtime.driver.ensure_current()
+            self.runtime.driver.copy_to_host(host, self.pointer)
+        return host
+
+    def copy(self) -> DeviceArray:
+        twin = DeviceArray(self.runtime, self.shape, self.dtype)
+        if self.nbytes:
+            self.runtime.driver.copy_on_device(twin.pointer, self.pointer, self.nbytes)
+        return twin
+
+    def free(self) -> None:
+        if self.pointer:
+            pointer, self.pointer = self.pointer, 0
+            self.runtime.driver.free(pointer)
+
+    def __del__(self) -> None:
+        try:
+            self.free()
+        except Exception:  # a faulted context or an ending interpreter: nothing to do
+            pass
+
+
+# -- the runtime and its launchers --------------------------------------------------------------
+class Runtime:
+    """One device and context reached through a :class:`Driver`."""
+
+    def __init__(self, driver: Driver) -> None:
+        self.driver = driver
+        self.name = driver.name
+        self.arch = driver.arch
+        self.device_name = driver.device_name
+
+    def ensure_current(self) -> None:
+        self.driver.ensure_current()
+
+    def launcher(self, ptx: str, symbol: str, signature: Signature, launch: LaunchConfig,
+                 tunables: Mapping[str, object], limits: LaunchLimits, kernel_name: str,
+                 build=None) -> CUDALauncher:
+        self.ensure_current()
+        try:
+            module = self.driver.load_module(ptx)
+            function = self.driver.get_function(module, symbol)
+        except DriverError as exc:
+            raise CompileError(
+                f"kernel {kernel_name!r}: the CUDA driver would not load the PTX ({exc}). "
+                "A PTX version newer than the driver supports, or an architecture other than "
+                f"this GPU's ({self.arch}), cause this; set PYTEST_R3_CUDA_ARCH={self.arch}",
+                str(exc)) from exc
+        return CUDALauncher(self, module, function, signature, launch, tunables, limits,
+                            kernel_name, ptx, build)
+
+    def to_device(self, host: np.ndarray) -> DeviceArray:
+        """A device copy of a host array."""
+        host = np.ascontiguousarray(host)
+        array = DeviceArray(self, host.shape, host.dtype)
+        if host.nbytes:
+            self.ensure_current()
+            self.driver.copy_to_device(array.pointer, host)
+        return array
+
+    def empty(self, shape, dtype) -> DeviceArray:
+        self.ensure_current()
+        return DeviceArray(self, shape, dtype)
+
+    def to_host(self, value: object) -> np.ndarray:
+        """A host copy of a device array."""
+        pointer, dtype, shape, _ = device_array_info(value, "value")
+        host = np.empty(shape, dtype)
+        if host.nbytes:
+            self.ensure_current()
+            self.driver.copy_to_host(host, pointer)
+        return host
 
 
 def _host_extent(array: np.ndarray) -> tuple[np.ndarray, int]:
@@ -191,28 +380,28 @@ def _host_extent(array: np.ndarray) -> tuple[np.ndarray, int]:
 class _Bound:
     """One call's kernel arguments: device pointers and scalars, plus the copies made."""
 
-    def __init__(self, driver) -> None:
+    def __init__(self, driver: Driver) -> None:
         self.driver = driver
         self.values: list[object] = []
-        self.copies: list[tuple[np.ndarray, object, bool]] = []  # host, device, copy back
+        self.copies: list[tuple[np.ndarray, int, bool]] = []  # host, device, copy back
 
     def upload(self, array: np.ndarray, written: bool) -> int:
         host, offset = _host_extent(array)
-        device = self.driver.mem_alloc(max(host.nbytes, 1))
+        device = self.driver.alloc(max(host.nbytes, 1))
         self.copies.append((host, device, written))
         if host.nbytes:
-            self.driver.memcpy_htod(device, host)
-        return int(device) + offset
+            self.driver.copy_to_device(device, host)
+        return device + offset
 
     def download(self) -> None:
         for host, device, written in self.copies:
             if written and host.nbytes:
-                self.driver.memcpy_dtoh(host, device)
+                self.driver.copy_to_host(host, device)
 
     def free(self) -> None:
         for _, device, _ in self.copies:
             try:
-                device.free()
+                self.driver.free(device)
             except Exception:  # a faulted context refuses even this; the process must end
                 pass
         self.copies = []
@@ -236,27 +425,18 @@ class CUDALauncher(Launcher):
         self.ptx = ptx
         self.build = build
         self.diagnostics = dict(build.diagnostics) if build is not None else {}
-        unsupported = [p.describe() for p in signature.params
-                       if not p.is_pointer and p.dtype not in _FORMAT]
-        if unsupported:
-            raise DeclarationError(f"kernel {kernel_name!r}: scalar parameter(s) "
-                                   f"{', '.join(unsupported)} cannot be passed to a CUDA "
-                                   "kernel here; pass them through an array")
-        self.format = "".join("P" if p.is_pointer else _FORMAT[p.dtype]
-                              for p in signature.params)
-        function.prepare(self.format)
+        self.format = parameter_layout(signature, kernel_name)
         self._converters = converters(kernel_name, signature, arrays_by_object=True)
-        self.max_threads = self._attribute("MAX_THREADS_PER_BLOCK")
-        registers = self._attribute("NUM_REGS")
+        self.max_threads = self._attribute("max_threads")
+        registers = self._attribute("registers")
         if registers is not None:
             self.diagnostics.setdefault("registers", registers)
         self._shared_limit = DEFAULT_SHARED_LIMIT
 
     def _attribute(self, name: str) -> int | None:
         try:
-            return int(self.function.get_attribute(getattr(self.driver.function_attribute,
-                                                           name)))
-        except Exception:  # an old pycuda or driver: the launch itself will tell
+            return int(self.driver.function_attribute(self.function, name))
+        except Exception:  # an old driver: the launch itself will tell
             return None
 
     # -- arguments and configuration -----------------------------------------------------
@@ -272,7 +452,7 @@ class CUDALauncher(Launcher):
                     bound.values.append(convert(value))
                 elif isinstance(value, np.ndarray):
                     bound.values.append(bound.upload(convert(value), param.written))
-                elif hasattr(value, "__cuda_array_interface__") or hasattr(value, "gpudata"):
+                elif is_device_array(value):
                     bound.values.append(self._device_pointer(index, param, value))
                 else:
                     convert(value)  # raises the LaunchError that names what was expected
@@ -283,12 +463,11 @@ class CUDALauncher(Launcher):
 
     def _device_pointer(self, index: int, param: Param, value: object) -> int:
         head = f"kernel {self.kernel_name!r} argument {index + 1} ({param.describe()})"
-        pointer, dtype, _ = _device_array(value, head)
+        pointer, dtype, _, readonly = device_array_info(value, head)
         if dtype != np.dtype(param.dtype):
             raise LaunchError(f"{head}: expected dtype {param.dtype}, got a device array of "
                               f"{dtype}")
-        cai = getattr(value, "__cuda_array_interface__", None) or {}
-        if param.written and cai.get("data", (0, False))[1]:
+        if param.written and readonly:
             raise LaunchError(f"{head}: the kernel writes this array but it is read-only")
         return pointer
 
@@ -310,30 +489,25 @@ class CUDALauncher(Launcher):
 
     def _allow_shared(self, nbytes: int) -> None:
         try:
-            self.function.set_attribute(
-                self.driver.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
+            self.driver.set_dynamic_shared(self.function, nbytes)
             self._shared_limit = nbytes
-        except Exception as exc:
+        except DriverError as exc:
             raise LaunchError(f"kernel {self.kernel_name!r}: {nbytes} bytes of dynamic shared "
                               f"memory were refused by the device ({exc})") from exc
 
     # -- launching -------------------------------------------------------------------------
-    def _launch(self, launch: Launch, values: list[object]) -> None:
-        self.function.prepared_call(launch.grid, launch.block, *values,
-                                    shared_size=launch.shared)
-
     def __call__(self, *args: object) -> None:
-        self.runtime.ensure_current()
+        self.driver.ensure_current()
         bound = self._bind(args)
         launch = None
         try:
             launch = self.configure(args)
             if not launch.threads:  # an empty grid: nothing to do
                 return None
-            self._launch(launch, bound.values)
-            self.driver.Context.synchronize()
+            self.driver.launch(self.function, launch, self.format, bound.values)
+            self.driver.synchronize()
             bound.download()
-        except self.driver.Error as exc:
+        except DriverError as exc:
             raise self._translate(exc, launch) from exc
         finally:
             bound.free()
@@ -342,21 +516,21 @@ class CUDALauncher(Launcher):
     def time(self, args: Sequence[object], repeat: int) -> list[float]:
         """Seconds per launch, ``repeat`` launches back to back, timed with CUDA events;
         arguments are copied in once and results are not copied back."""
-        self.runtime.ensure_current()
+        self.driver.ensure_current()
         bound = self._bind(args)
         launch = None
         try:
             launch = self.configure(args)
             if not launch.threads:
                 return [0.0] * repeat
-            events = [self.driver.Event() for _ in range(repeat + 1)]
-            events[0].record()
+            events = [self.driver.new_event() for _ in range(repeat + 1)]
+            self.driver.record(events[0])
             for index in range(repeat):
-                self._launch(launch, bound.values)
-                events[index + 1].record()
-            events[-1].synchronize()
-            return [events[i + 1].time_since(events[i]) * 1e-3 for i in range(repeat)]
-        except self.driver.Error as exc:
+                self.driver.launch(self.function, launch, self.format, bound.values)
+                self.driver.record(events[index + 1])
+            self.driver.wait(events[-1])
+            return [self.driver.elapsed(events[i], events[i + 1]) for i in range(repeat)]
+        except DriverError as exc:
             raise self._translate(exc, launch) from exc
         finally:
             bound.free()

@@ -1,5 +1,5 @@
 """The package's GPU kernels, declared once. Declaring compiles nothing and needs neither
-pycuda nor a GPU; calling a kernel does (``pip install "pytest-r3[cuda]"``).
+a CUDA runtime nor a GPU; calling a kernel does (``pip install "pytest-r3[cuda]"``).
 
 Each tunable's first value is the baseline a hand-written launch would use.
 """
