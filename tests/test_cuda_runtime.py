@@ -408,6 +408,20 @@ def test_numpy_arguments_go_through_the_parameter_pointers(fake_cu):
     assert fake_cu.launches[-1][1:3] == ((2, 1, 1), (128, 1, 1))
 
 
+def test_c_array_parameters_are_checked_against_their_bounds_before_launch(fake_cu,
+                                                                           tmp_path):
+    source = tmp_path / "scale2d.cu"
+    source.write_text("__global__ void scale2d(int ni, int nj, float a[ni][nj]) {\n"
+                      "  int i = blockIdx.x, j = threadIdx.x;\n"
+                      "  if (i < ni && j < nj) a[i][j] *= 2.0f;\n}\n")
+    kernel = r3.kernel(source, entry="scale2d", backend="cuda",
+                       launch=lambda args, t: {"grid": args["ni"], "block": args["nj"]})
+    with pytest.raises(r3.LaunchError, match=r"shape \(4, 5\) does not match the declared "
+                                          r"bounds, which give \(3, 5\)"):
+        kernel(3, 5, np.ones((4, 5), np.float32))
+    assert fake_cu.launches == []  # refused before anything reached the device
+
+
 def test_device_arrays_pass_as_pointers_without_copies(fake_cu):
     runtime = cuda_runtime.runtime()
     saxpy = declare_saxpy("bindings_device")

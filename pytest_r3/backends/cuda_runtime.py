@@ -37,7 +37,7 @@ from ..errors import (
     LaunchError,
     MissingExtraError,
 )
-from ..model.arguments import GUARD_BYTES, converters
+from ..model.arguments import GUARD_BYTES, converters, shape_check
 from ..model.launch import Launch, LaunchConfig, LaunchLimits
 from ..model.signature import Param, Signature
 from .base import Launcher
@@ -427,6 +427,7 @@ class CUDALauncher(Launcher):
         self.diagnostics = dict(build.diagnostics) if build is not None else {}
         self.format = parameter_layout(signature, kernel_name)
         self._converters = converters(kernel_name, signature, arrays_by_object=True)
+        self._shapes = shape_check(kernel_name, signature)  # C array parameters' bounds
         self.max_threads = self._attribute("max_threads")
         registers = self._attribute("registers")
         if registers is not None:
@@ -444,6 +445,8 @@ class CUDALauncher(Launcher):
         if len(args) != len(self._converters):
             raise LaunchError(f"kernel {self.kernel_name!r} takes {len(self._converters)} "
                               f"argument(s) ({self.signature.describe()}), got {len(args)}")
+        if self._shapes is not None:
+            self._shapes(args)
         bound = _Bound(self.driver)
         try:
             for index, (param, convert, value) in enumerate(
