@@ -393,7 +393,7 @@ def test_build_failures_exit_1_and_usage_errors_exit_2(example, tmp_path):
     assert unknown.returncode == 2
     assert unknown.stderr.strip() == (
         "pytest-r3: no kernel named 'saxpi' is declared by the tests collected here; "
-        "declared: jacobi2d, matmul, matmul_tiled, saxpy, scaled_add, stencil2d")
+        "declared: jacobi2d, kernel_gemm, matmul, matmul_tiled, saxpy, scaled_add, stencil2d")
     value = build(example, "saxpy", "--set", "BLOCK=7")
     assert value.returncode == 2 and "tunable BLOCK=7 is not one of its declared values" \
         in value.stderr
