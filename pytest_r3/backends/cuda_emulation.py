@@ -1,0 +1,392 @@
+"""CUDA kernels on the CPU, with CUDA semantics, for machines without a usable GPU.
+
+The same declared CUDA kernel (``backend="cuda"``, its ``launch=``) is compiled for the host
+by the same clang in C++ mode against ``r3_cuda_host.h``, which maps threadIdx, barriers,
+shuffles, votes, shared memory, atomics and printf onto a small runtime
+(``r3_cuda_host_runtime.c``, linked into every kernel): blocks run one after another, the
+threads of a block as a plain loop, or as fibers when the kernel has barriers, shuffles or
+votes. Arguments are copied into buffers with guard zones, as a GPU backend copies them to
+the device, so a write out of bounds is reported with the argument it hit.
+
+Emulation verifies (tests, recordings, candidates) and never times: ``time()`` refuses, and
+tuning skips emulated kernels with one line. It is chosen when no GPU is usable, or forced
+on or off with ``PYTEST_R3_CUDA_EMULATION=1``/``0`` (the ``r3_cuda_emulation`` setting).
+x86-64 only: the fiber switch is written for it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import platform
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import BackendError, DeclarationError, KernelFault, LaunchError, ToolchainError
+from ..model.arguments import GUARD_BYTES, converters
+from ..model.launch import Launch, LaunchConfig
+from ..model.pipeline import Pipeline
+from ..model.signature import Signature
+from ..model.source import KernelSource
+from . import clang as toolchain
+from . import cuda_tools
+from .base import Launcher
+from .cuda import CUDABackend
+
+EMULATION_ENV = "PYTEST_R3_CUDA_EMULATION"
+STACK_ENV = "PYTEST_R3_CUDA_EMULATION_STACK"
+INCLUDE = Path(__file__).resolve().parent.parent / "include"
+HEADER = INCLUDE / "r3_cuda_host.h"
+RUNTIME = INCLUDE / "r3_cuda_host_runtime.c"
+LAUNCH_SYMBOL = "__r3_cuda_launch"
+BODY_SYMBOL = "__r3_cuda_thread_body"
+DEFAULT_STACK = 128 * 1024
+# the kernel needs fibers only when it calls one of these (barriers, shuffles, votes)
+_FIBER_SERVICES = re.compile(r"@__r3_cuda_(?:barrier|shuffle|vote|activemask)\b")
+_ERROR_SIZE = 1024
+# `extern __shared__ float buf[];` -> a pointer to the launch's dynamic shared memory
+_EXTERN_SHARED = re.compile(
+    r"\b(?:extern\s+__shared__|__shared__\s+extern)\s+([^;\[\]{}()]*?(?:\([^()]*\))?"
+    r"[^;\[\]{}()]*?)\b(\w+)\s*\[\s*\]\s*;")
+_ALIGN = re.compile(r"__align__\s*\([^()]*\)|alignas\s*\([^()]*\)")
+_STATIC_SHARED = re.compile(r"\bstatic\s+__shared__\b")
+_CTYPES = {
+    "float32": ctypes.c_float, "float64": ctypes.c_double, "bool": ctypes.c_bool,
+    **{f"int{b}": getattr(ctypes, f"c_int{b}") for b in (8, 16, 32, 64)},
+    **{f"uint{b}": getattr(ctypes, f"c_uint{b}") for b in (8, 16, 32, 64)},
+}
+# guard bytes around every copied argument; a write into them is an out-of-bounds write
+_GUARD = np.random.default_rng(0x5233).integers(0, 256, 2 * GUARD_BYTES, dtype=np.uint8)
+
+
+class _LaunchStruct(ctypes.Structure):
+    """``r3_launch_t`` of the runtime (keep the two in step)."""
+
+    _fields_ = [
+        ("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3),
+        ("shared_bytes", ctypes.c_ulonglong), ("fibers", ctypes.c_int),
+        ("stack_bytes", ctypes.c_int), ("kernel", ctypes.c_char_p),
+        ("args", ctypes.POINTER(ctypes.c_void_p)), ("error", ctypes.c_char_p),
+        ("error_size", ctypes.c_int),
+    ]
+
+
+def requested() -> bool | None:
+    """``PYTEST_R3_CUDA_EMULATION``: True (1/on), False (0/off), None (unset or auto)."""
+    raw = os.environ.get(EMULATION_ENV, "").strip().lower()
+    if raw in ("", "auto"):
+        return None
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise BackendError(f"{EMULATION_ENV}={raw!r} is not understood; use 1 (emulate CUDA on "
+                       "the CPU), 0 (never emulate) or auto (emulate when no GPU is usable)")
+
+
+def selected() -> bool:
+    """Whether CUDA kernels run in emulation in this process: as requested, else when no
+    GPU is usable (no pycuda, no driver or no device)."""
+    wanted = requested()
+    if wanted is not None:
+        return wanted
+    from . import cuda_runtime
+
+    return cuda_runtime.unavailable_reason() is not None
+
+
+def check_host() -> None:
+    machine = platform.machine().lower()
+    if machine not in ("x86_64", "amd64"):
+        raise BackendError(
+            f"CUDA emulation runs on x86-64 only (this machine is {machine}): its fiber "
+            f"switch is written for it. Run CUDA kernels on a GPU, or set {EMULATION_ENV}=0 "
+            "to leave them unrun (tests that call them then fail or skip)")
+
+
+def host_source(text: str) -> str:
+    """The source as the host compile reads it: ``extern __shared__ T name[];`` becomes a
+    pointer to the launch's dynamic shared memory (same line count, so lines still match)."""
+    def dynamic(match: re.Match) -> str:
+        kind = _ALIGN.sub("", match.group(1)).strip()
+        return f"{kind} *const {match.group(2)} = ({kind} *)__r3_cuda_dynamic_shared();"
+
+    text = _EXTERN_SHARED.sub(dynamic, text)
+    return _STATIC_SHARED.sub("__shared__", text)
+
+
+class EmulatedCUDABackend(CUDABackend):
+    """The CUDA backend, running kernels on the CPU (see the module docstring)."""
+
+    emulated = True
+    address_space_cap = True  # plain host memory: the worker's cap applies
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._device = CUDABackend()
+
+    def target_name(self) -> str:
+        return f"cuda-emulation-{toolchain.host_target().name.removeprefix('cpu-')}"
+
+    def host_flags(self) -> tuple[str, ...]:
+        return (*toolchain.host_target().clang_flags(), "-std=c++17", "-nostdinc++",
+                "-fno-exceptions", "-fno-rtti", "-fno-threadsafe-statics",
+                "-Wno-unused-command-line-argument", "-I", str(INCLUDE),
+                "-include", str(HEADER))
+
+    def compile(self, source: KernelSource, macros: Mapping[str, object],
+                debug_info: bool = False) -> str:
+        check_host()
+        text = host_source(source.text)
+        if text != source.text:
+            source = source.with_text(text)
+        return toolchain.compile_to_ir(
+            source.text, filename=source.filename, macros=macros,
+            target_flags=self.host_flags(), language="c++",
+            include_dirs=source.include_dirs, extra_flags=source.extra_flags,
+            debug_info=debug_info, untrusted=source.untrusted)
+
+    def inspect(self, source: KernelSource, entry: str, macros: Mapping[str, object],
+                kernel_name: str = "") -> Signature:
+        """Read from the device build, as on a GPU: the same parameters and written
+        pointers whether a kernel runs on a GPU or here."""
+        return self._device.inspect(source, entry, macros, kernel_name)
+
+    def parse(self, ir: str, where: str):
+        toolchain.initialize_llvm()
+        return toolchain.parse_ir(ir, where)
+
+    def target_machine(self):
+        import llvmlite.binding as llvm
+
+        toolchain.initialize_llvm()
+        target = toolchain.host_target()
+        return llvm.Target.from_triple(target.triple).create_target_machine(
+            cpu=target.cpu, features=target.features, opt=3, reloc="default",
+            codemodel="jitdefault", jit=True)
+
+    def load(self, ir: str, entry: str, signature: Signature, pipeline: Pipeline,
+             kernel_name: str, launch: LaunchConfig | None = None,
+             tunables: Mapping[str, object] | None = None) -> Launcher:
+        import llvmlite.binding as llvm
+
+        if launch is None:
+            raise DeclarationError(f"kernel {kernel_name!r}: a CUDA kernel needs launch= "
+                                   "(its grid and block); see docs/cuda.md")
+        where = f"kernel {kernel_name!r}"
+        prepared = pipeline.prepare_ir(ir)
+        fibers = bool(_FIBER_SERVICES.search(prepared))
+        module = self.parse(prepared, where)
+        defined = [f.name for f in module.functions if not f.is_declaration]
+        symbol = cuda_tools.match_symbol(defined, entry, where)
+        module.link_in(self.parse(_body_ir(module, symbol), where))
+        module.link_in(self.parse(_runtime_ir(), f"{where}: the emulation runtime"))
+        for function in module.functions:  # only the launch stays visible: the rest may go
+            if not function.is_declaration and function.name != LAUNCH_SYMBOL \
+                    and function.linkage == llvm.Linkage.external:
+                function.linkage = llvm.Linkage.internal
+        machine = self.target_machine()
+        pipeline.run(module, machine)
+        optimised_ir = str(module)
+        engine = llvm.create_mcjit_compiler(module, machine)
+        engine.finalize_object()
+        address = engine.get_function_address(LAUNCH_SYMBOL)
+        run = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_LaunchStruct))(address)
+        return EmulatedLauncher(engine, run, signature, launch, tunables or {}, self,
+                                kernel_name, fibers, optimised_ir)
+
+    def time(self, launcher: Launcher, args: Sequence[object], repeat: int) -> list[float]:
+        raise BackendError(
+            "CUDA kernels run in emulation on this machine (no usable GPU): emulated "
+            "timings say nothing about a GPU, so they are never measured")
+
+    def to_host(self, value: object) -> object:
+        return np.array(value, copy=True) if isinstance(value, np.ndarray) else value
+
+
+def _body_ir(module, symbol: str) -> str:
+    """IR of ``__r3_cuda_thread_body(void **args)``: calls the kernel with ``*args[i]``."""
+    function = module.get_function(symbol)
+    lines, call_args, declared = [], [], []
+    for index, arg in enumerate(function.arguments):
+        kind = str(arg.type)
+        extension = " ".join(a.decode() for a in arg.attributes
+                             if a.decode() in ("zeroext", "signext"))
+        typed = f"{kind} {extension}".strip()
+        declared.append(typed)
+        lines += [f"  %s{index} = getelementptr inbounds ptr, ptr %args, i64 {index}",
+                  f"  %p{index} = load ptr, ptr %s{index}",
+                  f"  %v{index} = load {kind}, ptr %p{index}"]
+        call_args.append(f"{typed} %v{index}")
+    name = symbol.replace("\\", "\\5C").replace('"', "\\22")
+    return "\n".join([
+        f'target datalayout = "{module.data_layout}"',
+        f'target triple = "{module.triple}"',
+        f'declare void @"{name}"({", ".join(declared)})',
+        f"define void @{BODY_SYMBOL}(ptr %args) {{",
+        *lines,
+        f'  call void @"{name}"({", ".join(call_args)})',
+        "  ret void",
+        "}",
+    ])
+
+
+@functools.lru_cache(maxsize=1)
+def _runtime_ir() -> str:
+    """The runtime's IR, compiled once per process (it is ours, not the kernel's)."""
+    check_host()
+    try:
+        text = RUNTIME.read_text()
+    except OSError as exc:
+        raise ToolchainError(f"the CUDA emulation runtime {RUNTIME} is missing ({exc}); "
+                             "reinstall pytest-r3") from exc
+    return toolchain.compile_to_ir(text, filename=str(RUNTIME),
+                                   target_flags=toolchain.host_target().clang_flags(),
+                                   language="c")
+
+
+def _stack_bytes() -> int:
+    raw = os.environ.get(STACK_ENV, "").strip()
+    if not raw:
+        return DEFAULT_STACK
+    try:
+        value = int(raw)
+    except ValueError:
+        raise LaunchError(f"{STACK_ENV}={raw!r} is not a number of bytes") from None
+    return max(16 * 1024, min(value, 64 * 1024 * 1024)) // 4096 * 4096
+
+
+class _Copies:
+    """One launch's arguments: guarded host copies of the arrays, ctypes scalars."""
+
+    def __init__(self) -> None:
+        self.keep: list[object] = []
+        self.copies: list[tuple[int, np.ndarray, np.ndarray, bool]] = []
+        self.by_buffer: dict[tuple[int, int], np.ndarray] = {}
+
+    def array(self, index: int, value: np.ndarray, written: bool) -> int:
+        """Where the kernel's pointer to a guarded copy of ``value`` lies."""
+        key = (value.__array_interface__["data"][0], value.nbytes)
+        storage = self.by_buffer.get(key)
+        if storage is None:
+            storage = np.empty(value.nbytes + 2 * GUARD_BYTES, np.uint8)
+            storage[:GUARD_BYTES] = _GUARD[:GUARD_BYTES]
+            storage[GUARD_BYTES + value.nbytes:] = _GUARD[GUARD_BYTES:]
+            storage[GUARD_BYTES:GUARD_BYTES + value.nbytes] = value.reshape(-1).view(np.uint8)
+            self.by_buffer[key] = storage
+        self.copies.append((index, value, storage, written))
+        box = ctypes.c_void_p(storage.ctypes.data + GUARD_BYTES)
+        self.keep.append(box)
+        return ctypes.addressof(box)
+
+    def scalar(self, value: object, dtype: str) -> int:
+        """Where the value lies (the kernel's arguments are passed by address)."""
+        box = _CTYPES[dtype](value)
+        self.keep.append(box)
+        return ctypes.addressof(box)
+
+    def overrun(self) -> tuple[int, str] | None:
+        """(argument index, what happened) for the first argument whose guards changed."""
+        for index, value, storage, _ in self.copies:
+            before = storage[:GUARD_BYTES] != _GUARD[:GUARD_BYTES]
+            after = storage[GUARD_BYTES + value.nbytes:] != _GUARD[GUARD_BYTES:]
+            if before.any():
+                return index, (f"wrote {GUARD_BYTES - int(np.argmax(before))} byte(s) before "
+                               "its start")
+            if after.any():
+                last = len(after) - int(np.argmax(after[::-1]))
+                return index, f"wrote up to {last} byte(s) past its end"
+        return None
+
+    def copy_back(self) -> None:
+        for _, value, storage, written in self.copies:
+            if written and value.nbytes:
+                value.reshape(-1).view(np.uint8)[:] = \
+                    storage[GUARD_BYTES:GUARD_BYTES + value.nbytes]
+
+
+class EmulatedLauncher(Launcher):
+    """A kernel variant compiled for the host: calling it runs the whole grid, then returns."""
+
+    emulated = True
+
+    def __init__(self, engine, run, signature: Signature, launch: LaunchConfig,
+                 tunables: Mapping[str, object], backend: EmulatedCUDABackend,
+                 kernel_name: str, fibers: bool, optimised_ir: str) -> None:
+        self.engine = engine  # keeps the code alive
+        self._run = run
+        self.signature = signature
+        self.launch_config = launch
+        self.tunables = dict(tunables)
+        self.limits = backend.launch_limits
+        self.kernel_name = kernel_name
+        self.fibers = fibers
+        self.optimised_ir = optimised_ir
+        self.diagnostics = {"emulation": "fibers" if fibers else "loop"}
+        unsupported = [p.describe() for p in signature.params
+                       if not p.is_pointer and p.dtype not in _CTYPES]
+        if unsupported:
+            raise DeclarationError(f"kernel {kernel_name!r}: scalar parameter(s) "
+                                   f"{', '.join(unsupported)} cannot be passed to a CUDA "
+                                   "kernel here; pass them through an array")
+        self._converters = converters(kernel_name, signature, arrays_by_object=True)
+        self._lock = threading.Lock()  # the runtime's state is the module's: one launch at once
+
+    def configure(self, args: Sequence[object]) -> Launch:
+        named = dict(zip(self.signature.names, args))
+        return self.launch_config.resolve(named, self.tunables, self.limits, self.kernel_name)
+
+    def _bind(self, args: Sequence[object]) -> tuple[_Copies, ctypes.Array]:
+        if len(args) != len(self._converters):
+            raise LaunchError(f"kernel {self.kernel_name!r} takes {len(self._converters)} "
+                              f"argument(s) ({self.signature.describe()}), got {len(args)}")
+        copies = _Copies()
+        pointers = (ctypes.c_void_p * max(len(args), 1))()
+        for index, (param, convert, value) in enumerate(
+                zip(self.signature.params, self._converters, args)):
+            if param.is_pointer and not isinstance(value, np.ndarray) and (
+                    hasattr(value, "__cuda_array_interface__") or hasattr(value, "gpudata")):
+                raise LaunchError(
+                    f"kernel {self.kernel_name!r} argument {index + 1} ({param.describe()}): "
+                    "CUDA runs in emulation on this machine, which takes numpy arrays, not "
+                    "device arrays")
+            converted = convert(value)
+            pointers[index] = copies.array(index, converted, param.written) \
+                if param.is_pointer else copies.scalar(converted, param.dtype)
+        return copies, pointers
+
+    def __call__(self, *args: object) -> None:
+        copies, pointers = self._bind(args)
+        launch = self.configure(args)
+        if not launch.threads:
+            return None
+        error = ctypes.create_string_buffer(_ERROR_SIZE)
+        spec = _LaunchStruct(
+            (ctypes.c_uint * 3)(*launch.grid), (ctypes.c_uint * 3)(*launch.block),
+            launch.shared, int(self.fibers), _stack_bytes(), self.kernel_name.encode(),
+            ctypes.cast(pointers, ctypes.POINTER(ctypes.c_void_p)),
+            ctypes.cast(error, ctypes.c_char_p), _ERROR_SIZE)
+        with self._lock:
+            failed = self._run(ctypes.byref(spec))
+        shape = f"grid {launch.grid}, block {launch.block}"
+        if failed:
+            raise KernelFault(f"{error.value.decode(errors='replace')} ({shape}, emulated on "
+                              "the CPU)")
+        overrun = copies.overrun()
+        if overrun is not None:
+            index, what = overrun
+            param = self.signature.params[index]
+            raise KernelFault(
+                f"kernel {self.kernel_name!r} ({shape}, emulated on the CPU) wrote out of "
+                f"bounds: argument {index + 1} ({param.describe()}) {what}. Check the "
+                "kernel's bounds tests against the sizes and the launch grid.")
+        copies.copy_back()
+        return None
+
+    def time(self, args: Sequence[object], repeat: int) -> list[float]:
+        raise BackendError("emulated CUDA kernels are never timed")

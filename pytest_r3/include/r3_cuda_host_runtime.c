@@ -1,0 +1,430 @@
+/* r3_cuda_host_runtime.c: runs an emulated CUDA kernel's grid on the CPU (x86-64).
+ *
+ * pytest-r3 compiles this file once per process and links it into every kernel compiled
+ * against r3_cuda_host.h, next to a generated `__r3_cuda_thread_body(void **args)` that
+ * calls the kernel with its arguments. Blocks run one after another. Inside a block:
+ *
+ * - plain mode (the kernel has no barrier, shuffle or vote): the threads are a loop;
+ * - fiber mode: each thread is a fiber with its own stack, switched by hand (glibc's
+ *   swapcontext makes a system call per switch). A fiber runs until it reaches a barrier
+ *   or a warp operation, then hands over to the next ready fiber; when every fiber waits,
+ *   the scheduler releases a warp whose live lanes all wait, or the block's barrier when
+ *   every thread waits there. Anything else (threads that exited while others wait at
+ *   __syncthreads, threads at different barriers, a warp waiting on lanes that sit at a
+ *   block barrier) is a deadlock on a GPU and an error here, naming the kernel and block.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#if !defined(__x86_64__)
+#error "CUDA emulation's fiber switch is written for x86-64 only"
+#endif
+
+typedef struct { unsigned int x, y, z; } r3_uint3;
+typedef struct { r3_uint3 thread_idx, block_idx, block_dim, grid_dim; } r3_state;
+
+/* what Python passes to __r3_cuda_launch (keep in step with cuda_emulation.py) */
+typedef struct {
+  unsigned int grid[3];
+  unsigned int block[3];
+  unsigned long long shared_bytes;
+  int fibers;
+  int stack_bytes;
+  const char *kernel;
+  void **args;
+  char *error;
+  int error_size;
+} r3_launch_t;
+
+enum { READY, AT_BARRIER, AT_WARP, DONE };
+enum { OP_SYNC, OP_COUNT, OP_AND, OP_OR };
+
+typedef struct {
+  void *sp;
+  int status;
+  int line;
+  int predicate;
+  r3_uint3 idx;
+} r3_fiber;
+
+#define R3_MAX_THREADS 1024
+#define R3_WARPS (R3_MAX_THREADS / 32)
+
+static r3_state state;
+static const r3_launch_t *launch;
+static char *dynamic_shared;
+static int failed;
+
+static r3_fiber fibers[R3_MAX_THREADS];
+static int threads;        /* threads per block */
+static int live;           /* fibers not DONE */
+static int current = -1;   /* running fiber, -1: the scheduler */
+static void *scheduler_sp;
+static char *stacks;
+static size_t stacks_bytes, stack_bytes;
+static int barrier_result;
+static unsigned long long warp_values[2][R3_MAX_THREADS];
+static unsigned int warp_members[2][R3_WARPS];
+static int warp_parity[R3_WARPS];
+
+extern void __r3_cuda_thread_body(void **args);
+
+const r3_state *__r3_cuda_state(void) { return &state; }
+void *__r3_cuda_dynamic_shared(void) { return dynamic_shared; }
+
+static void fail(const char *format, ...) {
+  if (failed) return;
+  failed = 1;
+  int used = snprintf(launch->error, launch->error_size, "kernel '%s' block (%u, %u, %u): ",
+                      launch->kernel, state.block_idx.x, state.block_idx.y,
+                      state.block_idx.z);
+  if (used < 0 || used >= launch->error_size) return;
+  va_list args;
+  va_start(args, format);
+  vsnprintf(launch->error + used, launch->error_size - used, format, args);
+  va_end(args);
+}
+
+/* -- fibers -------------------------------------------------------------------------- */
+/* Saves the callee-saved registers and the stack pointer in *from, continues at to. */
+__attribute__((naked, noinline)) static void r3_switch(void **from, void *to) {
+  __asm__ volatile(
+      "pushq %rbp\n\tpushq %rbx\n\tpushq %r12\n\tpushq %r13\n\tpushq %r14\n\tpushq %r15\n\t"
+      "subq $8, %rsp\n\tstmxcsr (%rsp)\n\tfnstcw 4(%rsp)\n\t"
+      "movq %rsp, (%rdi)\n\tmovq %rsi, %rsp\n\t"
+      "ldmxcsr (%rsp)\n\tfldcw 4(%rsp)\n\taddq $8, %rsp\n\t"
+      "popq %r15\n\tpopq %r14\n\tpopq %r13\n\tpopq %r12\n\tpopq %rbx\n\tpopq %rbp\n\tret\n");
+}
+
+static int next_ready(int from) {
+  for (int i = from; i < threads; ++i)
+    if (fibers[i].status == READY) return i;
+  return -1;
+}
+
+/* the running fiber stops; the next ready one after it (or the scheduler) continues */
+static void yield(void) {
+  int me = current, next = next_ready(me + 1);
+  current = next;
+  if (next >= 0) {
+    state.thread_idx = fibers[next].idx;
+    r3_switch(&fibers[me].sp, fibers[next].sp);
+  } else {
+    r3_switch(&fibers[me].sp, scheduler_sp);
+  }
+}
+
+static void fiber_main(void) {
+  __r3_cuda_thread_body(launch->args);
+  fibers[current].status = DONE;
+  --live;
+  yield(); /* never comes back */
+  __builtin_trap();
+}
+
+static int ensure_stacks(int count) {
+  size_t wanted = (size_t)count * stack_bytes;
+  if (stacks && stacks_bytes >= wanted) return 1;
+  if (stacks) munmap(stacks, stacks_bytes);
+  stacks = mmap(NULL, wanted, PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (stacks == MAP_FAILED) {
+    stacks = NULL;
+    stacks_bytes = 0;
+    return 0;
+  }
+  stacks_bytes = wanted;
+  /* a page without access at the low end of each stack: an overflow faults at once */
+  for (int i = 0; i < count; ++i) mprotect(stacks + (size_t)i * stack_bytes, 4096, PROT_NONE);
+  return 1;
+}
+
+static void start_fiber(int i) {
+  void **top = (void **)(stacks + (size_t)(i + 1) * stack_bytes);
+  *--top = NULL;                    /* fiber_main's return address: it never returns */
+  *--top = (void *)fiber_main;      /* where r3_switch's ret goes */
+  for (int r = 0; r < 6; ++r) *--top = NULL;
+  --top;                            /* the saved MXCSR and x87 control word: the caller's */
+  unsigned int *control = (unsigned int *)top;
+  __asm__ volatile("stmxcsr (%0)\n\tfnstcw 4(%0)" : : "r"(control) : "memory");
+  fibers[i].sp = top;
+  fibers[i].status = READY;
+}
+
+static const char *op_name(int line) {
+  (void)line;
+  return "__syncthreads";
+}
+
+static int describe_thread(char *out, size_t size, int i) {
+  return snprintf(out, size, "thread (%u, %u, %u)", fibers[i].idx.x, fibers[i].idx.y,
+                  fibers[i].idx.z);
+}
+
+/* releases every warp whose live lanes all wait at a warp operation */
+static int release_warps(void) {
+  int released = 0;
+  for (int first = 0; first < threads; first += 32) {
+    int last = first + 32 < threads ? first + 32 : threads;
+    unsigned int members = 0;
+    int waiting = 0, alive = 0;
+    for (int i = first; i < last; ++i) {
+      if (fibers[i].status == DONE) continue;
+      ++alive;
+      if (fibers[i].status == AT_WARP) {
+        ++waiting;
+        members |= 1u << (i - first);
+      }
+    }
+    if (alive == 0 || waiting != alive) continue;
+    int warp = first / 32;
+    warp_members[warp_parity[warp]][warp] = members;
+    warp_parity[warp] ^= 1;
+    for (int i = first; i < last; ++i)
+      if (fibers[i].status == AT_WARP) fibers[i].status = READY;
+    released = 1;
+  }
+  return released;
+}
+
+static int release_barrier(void) {
+  int waiting = 0, first_waiting = -1, first_done = -1, other_line = -1;
+  for (int i = 0; i < threads; ++i) {
+    if (fibers[i].status == AT_BARRIER) {
+      if (first_waiting < 0) first_waiting = i;
+      else if (fibers[i].line != fibers[first_waiting].line && other_line < 0) other_line = i;
+      ++waiting;
+    } else if (fibers[i].status == DONE && first_done < 0) {
+      first_done = i;
+    }
+  }
+  char who[64], other[64];
+  if (waiting == live && first_done >= 0) {
+    describe_thread(who, sizeof who, first_done);
+    describe_thread(other, sizeof other, first_waiting);
+    fail("divergent __syncthreads: %d of %d threads wait at the barrier on line %d while "
+         "the others have exited (%s returned, %s waits). Every thread of a block must "
+         "reach each __syncthreads; on a GPU this hangs or corrupts shared memory. Move "
+         "the barrier out of the condition, or let all threads run to it.",
+         waiting, threads, fibers[first_waiting].line, who, other);
+    return 0;
+  }
+  if (waiting == live && other_line >= 0) {
+    describe_thread(who, sizeof who, first_waiting);
+    describe_thread(other, sizeof other, other_line);
+    fail("threads wait at different %s calls (%s on line %d, %s on line %d): a barrier "
+         "inside a condition that differs between threads",
+         op_name(0), who, fibers[first_waiting].line, other, fibers[other_line].line);
+    return 0;
+  }
+  if (waiting != live) {
+    int warp_waiter = -1;
+    for (int i = 0; i < threads && warp_waiter < 0; ++i)
+      if (fibers[i].status == AT_WARP) warp_waiter = i;
+    describe_thread(who, sizeof who, warp_waiter);
+    if (first_waiting >= 0) {
+      describe_thread(other, sizeof other, first_waiting);
+      fail("deadlock: %s waits at a warp shuffle/vote for lanes that wait at "
+           "__syncthreads (line %d, %s): a warp operation inside a condition that differs "
+           "within the warp", who, fibers[first_waiting].line, other);
+    } else {
+      fail("deadlock: %s waits at a warp shuffle/vote that other lanes of its warp never "
+           "reach", who);
+    }
+    return 0;
+  }
+  int count = 0;
+  for (int i = 0; i < threads; ++i) {
+    count += fibers[i].predicate;
+    fibers[i].status = READY;
+  }
+  barrier_result = count;
+  return 1;
+}
+
+static void run_block_fibers(void) {
+  live = threads;
+  for (int i = 0; i < threads; ++i) start_fiber(i);
+  for (int w = 0; w < R3_WARPS; ++w) warp_parity[w] = 0;
+  for (;;) {
+    int first = next_ready(0);
+    if (first >= 0) {
+      current = first;
+      state.thread_idx = fibers[first].idx;
+      r3_switch(&scheduler_sp, fibers[first].sp);
+      current = -1;
+    }
+    if (failed || live == 0) return;
+    if (release_warps()) continue;
+    if (!release_barrier()) return;
+  }
+}
+
+/* -- services the kernel calls ----------------------------------------------------------- */
+int __r3_cuda_barrier(int predicate, int op, int line) {
+  if (current < 0) {
+    fail("__syncthreads reached outside a fiber (pytest-r3 chose plain mode for a kernel "
+         "with barriers; please report this)");
+    return 0;
+  }
+  r3_fiber *me = &fibers[current];
+  me->predicate = predicate;
+  me->line = line;
+  me->status = AT_BARRIER;
+  yield();
+  switch (op) {
+  case OP_COUNT: return barrier_result;
+  case OP_AND: return barrier_result == threads;
+  case OP_OR: return barrier_result > 0;
+  default: return 0;
+  }
+}
+
+/* waits until the live lanes of the warp are all here; returns the parity of this round */
+static int warp_round(unsigned long long value) {
+  int me = current, warp = me / 32, parity = warp_parity[warp];
+  warp_values[parity][me] = value;
+  fibers[me].status = AT_WARP;
+  yield();
+  return parity;
+}
+
+unsigned long long __r3_cuda_shuffle(unsigned long long value, int kind, int lane, int width,
+                                     unsigned int mask) {
+  (void)mask;
+  if (current < 0) {
+    fail("a warp shuffle ran outside a fiber (please report this)");
+    return value;
+  }
+  int me = current, warp = me / 32, self = me % 32;
+  if (width <= 0 || width > 32 || (width & (width - 1))) width = 32;
+  int parity = warp_round(value);
+  int base = self & ~(width - 1), src;
+  switch (kind) {
+  case 0: src = base + (lane & (width - 1)); break;
+  case 1: src = (self - base) >= lane ? self - lane : self; break;
+  case 2: src = (self - base) + lane < width ? self + lane : self; break;
+  default: src = self ^ lane; if (src >= base + width) src = self; break;
+  }
+  if (src < 0 || src >= 32 || !(warp_members[parity][warp] >> src & 1)) return value;
+  return warp_values[parity][warp * 32 + src];
+}
+
+unsigned int __r3_cuda_vote(int predicate, int kind, unsigned int mask) {
+  if (current < 0) {
+    fail("a warp vote ran outside a fiber (please report this)");
+    return 0;
+  }
+  int warp = current / 32;
+  int parity = warp_round((unsigned long long)(predicate != 0));
+  unsigned int members = warp_members[parity][warp] & mask, ballot = 0;
+  for (int lane = 0; lane < 32; ++lane)
+    if ((members >> lane & 1) && warp_values[parity][warp * 32 + lane]) ballot |= 1u << lane;
+  switch (kind) {
+  case 0: return ballot;
+  case 1: return ballot == members;
+  case 2: return ballot != 0;
+  default: return 0;
+  }
+}
+
+unsigned int __r3_cuda_activemask(void) {
+  if (current < 0) return 0xffffffffu;
+  int first = current / 32 * 32;
+  unsigned int mask = 0;
+  for (int i = first; i < first + 32 && i < threads; ++i)
+    if (fibers[i].status != DONE) mask |= 1u << (i - first);
+  return mask;
+}
+
+int __r3_cuda_printf(const char *format, ...) {
+  for (const char *p = format; *p; ++p) {
+    if (*p != '%') continue;
+    ++p;
+    while (*p && strchr("-+ #0123456789.*hlLqjzt", *p)) ++p;
+    if (*p == 'n') {
+      fail("printf with %%n is not supported on the device");
+      return -1;
+    }
+    if (!*p) break;
+  }
+  va_list args;
+  va_start(args, format);
+  int written = vprintf(format, args);
+  va_end(args);
+  return written;
+}
+
+void __r3_cuda_trap(int line) {
+  fail("__trap() called on line %d by thread (%u, %u, %u)", line, state.thread_idx.x,
+       state.thread_idx.y, state.thread_idx.z);
+  if (current >= 0) {
+    /* this fiber stops for good: the scheduler returns at once since failed is set */
+    fibers[current].status = DONE;
+    --live;
+    r3_switch(&fibers[current].sp, scheduler_sp);
+  }
+  /* plain mode: no fiber to park; stop the whole process rather than continue */
+  fflush(stdout);
+  abort();
+}
+
+/* -- the launch ---------------------------------------------------------------------------- */
+int __r3_cuda_launch(const r3_launch_t *l) {
+  launch = l;
+  failed = 0;
+  current = -1;
+  state.grid_dim = (r3_uint3){l->grid[0], l->grid[1], l->grid[2]};
+  state.block_dim = (r3_uint3){l->block[0], l->block[1], l->block[2]};
+  threads = (int)(l->block[0] * l->block[1] * l->block[2]);
+  if (threads > R3_MAX_THREADS) {
+    fail("a block of %d threads exceeds %d", threads, R3_MAX_THREADS);
+    return 1;
+  }
+  void *shared = NULL;
+  if (l->shared_bytes) {
+    shared = aligned_alloc(256, (l->shared_bytes + 255) / 256 * 256);
+    if (!shared) {
+      fail("cannot allocate %llu bytes of dynamic shared memory", l->shared_bytes);
+      return 1;
+    }
+    memset(shared, 0xff, l->shared_bytes); /* uninitialised on a GPU: not zeros here */
+  }
+  dynamic_shared = shared;
+  if (l->fibers) {
+    stack_bytes = (size_t)l->stack_bytes;
+    if (!ensure_stacks(threads)) {
+      fail("cannot map %d fiber stacks of %zu bytes", threads, stack_bytes);
+      free(shared);
+      return 1;
+    }
+    for (int i = 0; i < threads; ++i) {
+      fibers[i].idx.x = (unsigned)i % l->block[0];
+      fibers[i].idx.y = (unsigned)i / l->block[0] % l->block[1];
+      fibers[i].idx.z = (unsigned)i / (l->block[0] * l->block[1]);
+    }
+  }
+  for (unsigned int bz = 0; bz < l->grid[2] && !failed; ++bz)
+    for (unsigned int by = 0; by < l->grid[1] && !failed; ++by)
+      for (unsigned int bx = 0; bx < l->grid[0] && !failed; ++bx) {
+        state.block_idx = (r3_uint3){bx, by, bz};
+        if (l->fibers) {
+          run_block_fibers();
+          continue;
+        }
+        for (unsigned int tz = 0; tz < l->block[2]; ++tz)
+          for (unsigned int ty = 0; ty < l->block[1]; ++ty)
+            for (unsigned int tx = 0; tx < l->block[0]; ++tx) {
+              state.thread_idx = (r3_uint3){tx, ty, tz};
+              __r3_cuda_thread_body(l->args);
+            }
+      }
+  fflush(stdout);
+  dynamic_shared = NULL;
+  free(shared);
+  return failed;
+}
