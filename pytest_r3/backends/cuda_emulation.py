@@ -16,18 +16,20 @@ x86-64 only: the fiber switch is written for it.
 
 from __future__ import annotations
 
+import base64
 import ctypes
 import functools
 import os
 import platform
 import re
 import threading
+import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import BackendError, DeclarationError, KernelFault, LaunchError, ToolchainError
+from ..errors import BackendError, CompileError, DeclarationError, KernelFault, LaunchError, ToolchainError
 from ..model.arguments import GUARD_BYTES, converters
 from ..model.launch import Launch, LaunchConfig
 from ..model.pipeline import Pipeline
@@ -45,10 +47,12 @@ HEADER = INCLUDE / "r3_cuda_host.h"
 RUNTIME = INCLUDE / "r3_cuda_host_runtime.c"
 LAUNCH_SYMBOL = "__r3_cuda_launch"
 BODY_SYMBOL = "__r3_cuda_thread_body"
+SHARED_SECTION = ".r3.shared"
 DEFAULT_STACK = 128 * 1024
 # the kernel needs fibers only when it calls one of these (barriers, shuffles, votes)
 _FIBER_SERVICES = re.compile(r"@__r3_cuda_(?:barrier|shuffle|vote|activemask)\b")
 _ERROR_SIZE = 1024
+_RUNTIME_MARKER = "; r3-cuda-emulation-runtime"
 # `extern __shared__ float buf[];` -> a pointer to the launch's dynamic shared memory
 _EXTERN_SHARED = re.compile(
     r"\b(?:extern\s+__shared__|__shared__\s+extern)\s+([^;\[\]{}()]*?(?:\([^()]*\))?"
@@ -100,6 +104,25 @@ def selected() -> bool:
     return cuda_runtime.unavailable_reason() is not None
 
 
+def unavailable_reason() -> str | None:
+    """Why CUDA kernels can run neither on a GPU nor in emulation here, else None: the one
+    place tests decide to skip CUDA runs."""
+    from . import cuda_runtime
+
+    try:
+        emulate = selected()
+        if emulate:
+            check_host()
+    except BackendError as exc:
+        return str(exc)
+    if emulate:
+        return None
+    reason = cuda_runtime.unavailable_reason()
+    if reason is not None and requested() is False:
+        reason += f" (and {EMULATION_ENV}=0 turns emulation off)"
+    return reason
+
+
 def check_host() -> None:
     machine = platform.machine().lower()
     if machine not in ("x86_64", "amd64"):
@@ -125,6 +148,13 @@ class EmulatedCUDABackend(CUDABackend):
 
     emulated = True
     address_space_cap = True  # plain host memory: the worker's cap applies
+    # what the static check of candidates allows beyond C: the runtime's services, and
+    # __shared__ arrays, which the runtime refills before every block (no state kept)
+    sandbox_functions = frozenset({
+        "__r3_cuda_state", "__r3_cuda_dynamic_shared", "__r3_cuda_barrier",
+        "__r3_cuda_shuffle", "__r3_cuda_vote", "__r3_cuda_activemask", "__r3_cuda_printf",
+        "__r3_cuda_trap"})
+    sandbox_sections = frozenset({SHARED_SECTION})
 
     def __init__(self) -> None:
         super().__init__()
@@ -145,11 +175,12 @@ class EmulatedCUDABackend(CUDABackend):
         text = host_source(source.text)
         if text != source.text:
             source = source.with_text(text)
-        return toolchain.compile_to_ir(
+        ir = toolchain.compile_to_ir(
             source.text, filename=source.filename, macros=macros,
             target_flags=self.host_flags(), language="c++",
             include_dirs=source.include_dirs, extra_flags=source.extra_flags,
             debug_info=debug_info, untrusted=source.untrusted)
+        return ir + _runtime_trailer()
 
     def inspect(self, source: KernelSource, entry: str, macros: Mapping[str, object],
                 kernel_name: str = "") -> Signature:
@@ -179,13 +210,15 @@ class EmulatedCUDABackend(CUDABackend):
             raise DeclarationError(f"kernel {kernel_name!r}: a CUDA kernel needs launch= "
                                    "(its grid and block); see docs/cuda.md")
         where = f"kernel {kernel_name!r}"
+        ir, runtime = split_runtime(ir, where)
         prepared = pipeline.prepare_ir(ir)
         fibers = bool(_FIBER_SERVICES.search(prepared))
         module = self.parse(prepared, where)
         defined = [f.name for f in module.functions if not f.is_declaration]
         symbol = cuda_tools.match_symbol(defined, entry, where)
-        module.link_in(self.parse(_body_ir(module, symbol), where))
-        module.link_in(self.parse(_runtime_ir(), f"{where}: the emulation runtime"))
+        shared = _shared_variables(module)
+        module.link_in(self.parse(_body_ir(module, symbol, shared), where))
+        module.link_in(self.parse(runtime, f"{where}: the emulation runtime"))
         for function in module.functions:  # only the launch stays visible: the rest may go
             if not function.is_declaration and function.name != LAUNCH_SYMBOL \
                     and function.linkage == llvm.Linkage.external:
@@ -209,8 +242,30 @@ class EmulatedCUDABackend(CUDABackend):
         return np.array(value, copy=True) if isinstance(value, np.ndarray) else value
 
 
-def _body_ir(module, symbol: str) -> str:
-    """IR of ``__r3_cuda_thread_body(void **args)``: calls the kernel with ``*args[i]``."""
+def _shared_variables(module) -> list[tuple[str, int]]:
+    """(name, bytes) of the kernel's ``__shared__`` variables, made visible to the body
+    module that resets them (they are function-local statics, internal to the kernel)."""
+    import llvmlite.binding as llvm
+
+    data = llvm.create_target_data(module.data_layout)
+    found = []
+    for variable in module.global_variables:
+        head = str(variable).split("\n", 1)[0]
+        if variable.is_declaration or f'section "{SHARED_SECTION}"' not in head:
+            continue
+        variable.linkage = llvm.Linkage.external
+        found.append((variable.name, data.get_abi_size(variable.global_value_type)))
+    return found
+
+
+def _quoted(name: str) -> str:
+    return '@"' + name.replace("\\", "\\5C").replace('"', "\\22") + '"'
+
+
+def _body_ir(module, symbol: str, shared: list[tuple[str, int]]) -> str:
+    """IR of ``__r3_cuda_thread_body(void **args)``, which calls the kernel with
+    ``*args[i]``, and of ``__r3_cuda_reset_shared()``, which fills its shared memory with
+    0xff bytes before each block (uninitialised on a GPU: NaN here, never zeros)."""
     function = module.get_function(symbol)
     lines, call_args, declared = [], [], []
     for index, arg in enumerate(function.arguments):
@@ -223,20 +278,49 @@ def _body_ir(module, symbol: str) -> str:
                   f"  %p{index} = load ptr, ptr %s{index}",
                   f"  %v{index} = load {kind}, ptr %p{index}"]
         call_args.append(f"{typed} %v{index}")
-    name = symbol.replace("\\", "\\5C").replace('"', "\\22")
     return "\n".join([
         f'target datalayout = "{module.data_layout}"',
         f'target triple = "{module.triple}"',
-        f'declare void @"{name}"({", ".join(declared)})',
+        f'declare void {_quoted(symbol)}({", ".join(declared)})',
+        *(f"{_quoted(name)} = external global i8" for name, _ in shared),
+        "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)",
         f"define void @{BODY_SYMBOL}(ptr %args) {{",
         *lines,
-        f'  call void @"{name}"({", ".join(call_args)})',
+        f'  call void {_quoted(symbol)}({", ".join(call_args)})',
+        "  ret void",
+        "}",
+        "define void @__r3_cuda_reset_shared() {",
+        *(f"  call void @llvm.memset.p0.i64(ptr {_quoted(name)}, i8 -1, i64 {size}, i1 false)"
+          for name, size in shared),
         "  ret void",
         "}",
     ])
 
 
+def split_runtime(ir: str, where: str) -> tuple[str, str]:
+    """The kernel's IR and the runtime's, from what :meth:`EmulatedCUDABackend.compile`
+    gave. The runtime travels with the kernel, in one comment line at the end of its IR, so
+    that a replay worker (which may start no program, and may be on another machine) links
+    the runtime without running clang. The static check of candidates reads the kernel's
+    IR alone (comments are not IR); the runtime is ours and is never a candidate's."""
+    head, marker, packed = ir.rpartition(f"\n{_RUNTIME_MARKER} ")
+    if not marker or "\n" in packed.strip():
+        raise CompileError(f"{where}: the IR lacks the CUDA emulation runtime; it was not "
+                           "compiled by the emulated CUDA backend", "")
+    return head + "\n", _unpack(packed.strip())
+
+
+@functools.lru_cache(maxsize=4)
+def _unpack(packed: str) -> str:
+    return zlib.decompress(base64.b64decode(packed)).decode()
+
+
 @functools.lru_cache(maxsize=1)
+def _runtime_trailer() -> str:
+    packed = base64.b64encode(zlib.compress(_runtime_ir().encode(), 9)).decode()
+    return f"\n{_RUNTIME_MARKER} {packed}\n"
+
+
 def _runtime_ir() -> str:
     """The runtime's IR, compiled once per process (it is ours, not the kernel's)."""
     check_host()

@@ -28,7 +28,7 @@
 #define __global__
 #define __device__
 #define __host__
-#define __shared__ static
+#define __shared__ static __attribute__((section(".r3.shared")))
 #define __constant__
 #define __managed__
 #define __forceinline__ inline __attribute__((always_inline))

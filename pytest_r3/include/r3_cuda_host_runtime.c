@@ -72,6 +72,7 @@ static unsigned int warp_members[2][R3_WARPS];
 static int warp_parity[R3_WARPS];
 
 extern void __r3_cuda_thread_body(void **args);
+extern void __r3_cuda_reset_shared(void); /* fills the kernel's __shared__ with 0xff */
 
 const r3_state *__r3_cuda_state(void) { return &state; }
 void *__r3_cuda_dynamic_shared(void) { return dynamic_shared; }
@@ -392,7 +393,6 @@ int __r3_cuda_launch(const r3_launch_t *l) {
       fail("cannot allocate %llu bytes of dynamic shared memory", l->shared_bytes);
       return 1;
     }
-    memset(shared, 0xff, l->shared_bytes); /* uninitialised on a GPU: not zeros here */
   }
   dynamic_shared = shared;
   if (l->fibers) {
@@ -412,6 +412,8 @@ int __r3_cuda_launch(const r3_launch_t *l) {
     for (unsigned int by = 0; by < l->grid[1] && !failed; ++by)
       for (unsigned int bx = 0; bx < l->grid[0] && !failed; ++bx) {
         state.block_idx = (r3_uint3){bx, by, bz};
+        __r3_cuda_reset_shared();
+        if (dynamic_shared) memset(dynamic_shared, 0xff, l->shared_bytes);
         if (l->fibers) {
           run_block_fibers();
           continue;

@@ -67,8 +67,11 @@ class CandidateCompiler:
         try:
             with _llvm_lock:
                 module = self.backend.parse(ir, f"kernel {self.spec.name!r}")
-                violations = sandbox.check_module(module, baseline=self.baseline_state) \
-                    if self.static_check else []
+                violations = sandbox.check_module(
+                    module, baseline=self.baseline_state,
+                    runtime_functions=getattr(self.backend, "sandbox_functions", frozenset()),
+                    memory_sections=getattr(self.backend, "sandbox_sections", frozenset()),
+                ) if self.static_check else []
         except R3Error as exc:
             raise Rejected(COMPILE_ERROR, "compile_error", str(exc)) from None
         if violations:
