@@ -23,6 +23,7 @@ import os
 import platform
 import re
 import threading
+import time
 import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -33,7 +34,7 @@ from ..errors import BackendError, CompileError, DeclarationError, KernelFault, 
 from ..model.arguments import GUARD_BYTES, converters
 from ..model.launch import Launch, LaunchConfig
 from ..model.pipeline import Pipeline
-from ..model.signature import Signature
+from ..model.signature import Signature, read_signature
 from ..model.source import KernelSource
 from . import clang as toolchain
 from . import cuda_tools
@@ -156,10 +157,6 @@ class EmulatedCUDABackend(CUDABackend):
         "__r3_cuda_trap"})
     sandbox_sections = frozenset({SHARED_SECTION})
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._device = CUDABackend()
-
     def target_name(self) -> str:
         return f"cuda-emulation-{toolchain.host_target().name.removeprefix('cpu-')}"
 
@@ -184,9 +181,18 @@ class EmulatedCUDABackend(CUDABackend):
 
     def inspect(self, source: KernelSource, entry: str, macros: Mapping[str, object],
                 kernel_name: str = "") -> Signature:
-        """Read from the device build, as on a GPU: the same parameters and written
-        pointers whether a kernel runs on a GPU or here."""
-        return self._device.inspect(source, entry, macros, kernel_name)
+        """Parameters, dtypes and written pointers, read from the host build (as the CPU
+        backend reads C kernels), so nothing depends on the device compile's header."""
+        where = f"kernel {kernel_name or entry!r} ({source.filename})"
+        debug_ir, _ = split_runtime(self.compile(source, macros, debug_info=True), where)
+        module = self.parse(debug_ir, where)
+        defined = [f.name for f in module.functions if not f.is_declaration]
+        symbol = cuda_tools.match_symbol(defined, entry, where)
+        Pipeline().run(module, self.target_machine())
+        signature = read_signature(debug_ir, symbol, module.get_function(symbol), where=where)
+        if signature.return_dtype is not None:
+            raise DeclarationError(f"{where}: a __global__ function returns void")
+        return Signature(entry, signature.params, None)
 
     def parse(self, ir: str, where: str):
         toolchain.initialize_llvm()
@@ -234,9 +240,10 @@ class EmulatedCUDABackend(CUDABackend):
                                 kernel_name, fibers, optimised_ir)
 
     def time(self, launcher: Launcher, args: Sequence[object], repeat: int) -> list[float]:
-        raise BackendError(
-            "CUDA kernels run in emulation on this machine (no usable GPU): emulated "
-            "timings say nothing about a GPU, so they are never measured")
+        """Host seconds per emulated launch, copies included. They measure the emulation,
+        never a GPU: tuning skips emulated kernels and the replay verifies them untimed;
+        only the worker's warm-up calls this."""
+        return launcher.time(args, repeat)  # type: ignore[attr-defined]
 
     def to_host(self, value: object) -> object:
         return np.array(value, copy=True) if isinstance(value, np.ndarray) else value
@@ -473,4 +480,9 @@ class EmulatedLauncher(Launcher):
         return None
 
     def time(self, args: Sequence[object], repeat: int) -> list[float]:
-        raise BackendError("emulated CUDA kernels are never timed")
+        times = []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            self(*args)
+            times.append(time.perf_counter() - started)
+        return times

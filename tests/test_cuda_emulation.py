@@ -1,0 +1,461 @@
+"""CUDA kernels run on the CPU with CUDA semantics (backends/cuda_emulation.py), against numpy.
+
+Every kernel here is real CUDA source compiled by clang for the host against r3_cuda_host.h
+and run by the fiber runtime; emulation is forced on, so these run the same on machines with
+and without a GPU. Errors a GPU would hide (a divergent barrier, a write out of bounds) must
+come back as clear failures, never as a hang or a pass.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pytest_r3 as r3
+from pytest_r3 import cdiv
+from pytest_r3.backends import cuda_emulation, forget_backend, get_backend
+from pytest_r3.errors import BackendError, KernelFault
+
+pytestmark = pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
+                                reason="CUDA emulation is written for x86-64")
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "example_project"
+
+
+@pytest.fixture(autouse=True)
+def emulated(monkeypatch):
+    """CUDA kernels in emulation for each test, whatever the machine has."""
+    monkeypatch.setenv(cuda_emulation.EMULATION_ENV, "1")
+    forget_backend("cuda")
+    yield
+    forget_backend("cuda")
+
+
+def cuda_kernel(tmp_path: Path, text: str, entry: str, **options) -> r3.Kernel:
+    path = tmp_path / f"{entry}.cu"
+    path.write_text(textwrap.dedent(text))
+    return r3.kernel(path, entry=entry, backend="cuda", name=f"emulated_{entry}_{id(path)}",
+                     **options)
+
+
+# -- the example project's kernels --------------------------------------------------------------
+
+def example_matmul(tile_values=(16, 8, 32)) -> r3.Kernel:
+    return r3.kernel(
+        EXAMPLE / "exampleproj" / "cuda" / "matmul.cu", entry="matmul_tiled", backend="cuda",
+        name=f"emulated_matmul_{len(tile_values)}", tune={"TILE": list(tile_values)},
+        launch={"grid": lambda args, t: (cdiv(args["n"], t["TILE"]), cdiv(args["m"], t["TILE"])),
+                "block": lambda t: (t["TILE"], t["TILE"])})
+
+
+@pytest.mark.parametrize("tile", [8, 16, 32])
+@pytest.mark.parametrize("m, n, k", [(1, 1, 1), (17, 33, 5), (64, 48, 80)])
+def test_tiled_matmul_with_barriers_matches_numpy(tile, m, n, k):
+    kernel = example_matmul()
+    rng = np.random.default_rng(m * n * k + tile)
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    c = np.full((m, n), np.nan, dtype=np.float32)
+    launcher = kernel.configure(TILE=tile)
+    launcher(m, n, k, a, b, c)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+    assert launcher.fibers  # __syncthreads: one fiber per thread
+
+
+def test_a_kernel_without_barriers_runs_its_threads_as_a_loop():
+    sys.path.insert(0, str(EXAMPLE))
+    try:
+        from exampleproj.cuda import saxpy
+    finally:
+        sys.path.remove(str(EXAMPLE))
+    x = np.arange(3000, dtype=np.float32)
+    y = np.ones(3000, dtype=np.float32)
+    launcher = saxpy.configure(BLOCK=128, ITEMS=4)
+    launcher(3000, 0.5, x, y)
+    np.testing.assert_array_equal(y, 0.5 * np.arange(3000, dtype=np.float32) + 1)
+    assert not launcher.fibers
+
+
+# -- warps ----------------------------------------------------------------------------------
+
+REDUCE_CU = """\
+    /* out[block] = sum of the block's inputs: warp shuffles, then shared partial sums */
+    extern "C" __global__ void block_sum(int n, const float *x, float *out)
+    {
+        __shared__ float partial[32];
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        float v = i < n ? x[i] : 0.0f;
+        for (int offset = 16; offset > 0; offset /= 2)
+            v += __shfl_down_sync(0xffffffff, v, offset);
+        int lane = threadIdx.x % warpSize, warp = threadIdx.x / warpSize;
+        if (lane == 0)
+            partial[warp] = v;
+        __syncthreads();
+        if (warp == 0) {
+            v = lane < (blockDim.x + 31) / 32 ? partial[lane] : 0.0f;
+            for (int offset = 16; offset > 0; offset /= 2)
+                v += __shfl_xor_sync(0xffffffff, v, offset);
+            if (lane == 0)
+                out[blockIdx.x] = v;
+        }
+    }
+"""
+
+
+@pytest.mark.parametrize("n, block", [(1000, 256), (4096, 1024), (77, 64), (5, 32)])
+def test_shuffle_reduction_matches_numpy(tmp_path, n, block):
+    kernel = cuda_kernel(tmp_path, REDUCE_CU, "block_sum",
+                         launch={"grid": lambda args, t: cdiv(args["n"], block),
+                                 "block": block})
+    x = np.random.default_rng(n).standard_normal(n, dtype=np.float32)
+    out = np.zeros(cdiv(n, block), dtype=np.float32)
+    kernel(n, x, out)
+    expected = np.add.reduceat(x.astype(np.float64), np.arange(0, n, block))
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-4)
+
+
+WARP_CU = """\
+    /* per thread: an inclusive scan of its warp (shfl_up), the warp's lane 3 value (shfl),
+     * and the warp's ballot/all/any of x > 0 */
+    extern "C" __global__ void warp_ops(const int *x, int *scan, int *third,
+                                        unsigned *ballot, int *all, int *any)
+    {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        int lane = threadIdx.x % 32;
+        int v = x[i];
+        for (int d = 1; d < 32; d *= 2) {
+            int up = __shfl_up_sync(0xffffffff, v, d);
+            if (lane >= d)
+                v += up;
+        }
+        scan[i] = v;
+        third[i] = __shfl_sync(0xffffffff, x[i], 3);
+        ballot[i] = __ballot_sync(0xffffffff, x[i] > 0);
+        all[i] = __all_sync(0xffffffff, x[i] > 0);
+        any[i] = __any_sync(0xffffffff, x[i] > 0);
+    }
+"""
+
+
+def test_warp_scan_broadcast_and_votes_match_numpy(tmp_path):
+    kernel = cuda_kernel(tmp_path, WARP_CU, "warp_ops", launch={"grid": 2, "block": 128})
+    rng = np.random.default_rng(3)
+    x = rng.integers(-5, 6, 256, dtype=np.int32)
+    x[32:64] = np.abs(x[32:64]) + 1  # one warp all positive
+    x[64:96] = -np.abs(x[64:96])     # one warp none positive
+    scan, third, all_, any_ = (np.zeros(256, np.int32) for _ in range(4))
+    ballot = np.zeros(256, np.uint32)
+    kernel(x, scan, third, ballot, all_, any_)
+    warps = x.reshape(-1, 32)
+    np.testing.assert_array_equal(scan, np.cumsum(warps, axis=1).reshape(-1))
+    np.testing.assert_array_equal(third, np.repeat(warps[:, 3], 32))
+    bits = (warps > 0).astype(np.uint64) << np.arange(32, dtype=np.uint64)
+    np.testing.assert_array_equal(ballot, np.repeat(bits.sum(axis=1), 32).astype(np.uint32))
+    np.testing.assert_array_equal(all_, np.repeat((warps > 0).all(axis=1), 32))
+    np.testing.assert_array_equal(any_, np.repeat((warps > 0).any(axis=1), 32))
+    assert all_[32] == 1 and any_[64] == 0
+
+
+SYNC_COUNT_CU = """\
+    extern "C" __global__ void count_positive(const float *x, int *count, int *every, int *some)
+    {
+        float v = x[blockIdx.x * blockDim.x + threadIdx.x];
+        int c = __syncthreads_count(v > 0.0f);
+        int a = __syncthreads_and(v > 0.0f);
+        int o = __syncthreads_or(v > 0.0f);
+        if (threadIdx.x == 0) {
+            count[blockIdx.x] = c;
+            every[blockIdx.x] = a;
+            some[blockIdx.x] = o;
+        }
+    }
+"""
+
+
+def test_syncthreads_count_and_or_match_numpy(tmp_path):
+    kernel = cuda_kernel(tmp_path, SYNC_COUNT_CU, "count_positive",
+                         launch={"grid": 3, "block": 96})
+    x = np.random.default_rng(5).standard_normal(288).astype(np.float32)
+    x[96:192] = np.abs(x[96:192]) + 0.5
+    count, every, some = (np.zeros(3, np.int32) for _ in range(3))
+    kernel(x, count, every, some)
+    blocks = x.reshape(3, 96) > 0
+    np.testing.assert_array_equal(count, blocks.sum(axis=1))
+    np.testing.assert_array_equal(every, blocks.all(axis=1))
+    np.testing.assert_array_equal(some, blocks.any(axis=1))
+
+
+# -- memory -----------------------------------------------------------------------------------
+
+HISTOGRAM_CU = """\
+    /* bins[v] += 1 for every value: a shared histogram per block, then global atomics */
+    extern "C" __global__ void histogram(int n, const int *values, unsigned int *bins)
+    {
+        __shared__ unsigned int local[64];
+        for (int b = threadIdx.x; b < 64; b += blockDim.x)
+            local[b] = 0;
+        __syncthreads();
+        for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+            atomicAdd(&local[values[i]], 1u);
+        __syncthreads();
+        for (int b = threadIdx.x; b < 64; b += blockDim.x)
+            atomicAdd(&bins[b], local[b]);
+    }
+"""
+
+
+def test_atomic_histogram_matches_bincount(tmp_path):
+    kernel = cuda_kernel(tmp_path, HISTOGRAM_CU, "histogram", launch={"grid": 7, "block": 128})
+    values = np.random.default_rng(9).integers(0, 64, 10_000, dtype=np.int32)
+    bins = np.zeros(64, np.uint32)
+    kernel(values.size, values, bins)
+    np.testing.assert_array_equal(bins, np.bincount(values, minlength=64))
+
+
+REVERSE_CU = """\
+    /* reverses each block's slice through dynamic shared memory */
+    extern "C" __global__ void reverse_blocks(const double *x, double *out)
+    {
+        extern __shared__ double slice[];
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        slice[threadIdx.x] = x[i];
+        __syncthreads();
+        out[i] = slice[blockDim.x - 1 - threadIdx.x];
+    }
+"""
+
+
+def test_dynamic_shared_memory_has_the_launch_size(tmp_path):
+    kernel = cuda_kernel(tmp_path, REVERSE_CU, "reverse_blocks",
+                         tune={"BLOCK": [160, 256]},
+                         launch={"grid": lambda args, t: args["x"].size // t["BLOCK"],
+                                 "shared": lambda args, t: 8 * t["BLOCK"]})
+    x = np.arange(2560, dtype=np.float64)
+    for block in (160, 256):
+        out = np.zeros_like(x)
+        kernel.configure(BLOCK=block)(x, out)
+        np.testing.assert_array_equal(out, x.reshape(-1, block)[:, ::-1].reshape(-1))
+
+
+UNINITIALISED_CU = """\
+    extern "C" __global__ void read_unwritten(float *out)
+    {
+        __shared__ float never_written[32];
+        out[threadIdx.x] = never_written[threadIdx.x];
+    }
+"""
+
+
+def test_shared_memory_starts_as_nan_not_zero(tmp_path):
+    """On a GPU shared memory starts with whatever was there: here it is NaN, so a kernel
+    that reads it before writing it fails its test instead of passing by luck on zeros."""
+    kernel = cuda_kernel(tmp_path, UNINITIALISED_CU, "read_unwritten",
+                         launch={"grid": 1, "block": 32})
+    out = np.zeros(32, np.float32)
+    kernel(out)
+    assert np.isnan(out).all()
+
+
+INDEX_CU = """\
+    /* every thread of a 3-D grid of 3-D blocks writes its global linear index */
+    extern "C" __global__ void index3d(int nx, int ny, int nz, int *out)
+    {
+        int x = blockIdx.x * blockDim.x + threadIdx.x;
+        int y = blockIdx.y * blockDim.y + threadIdx.y;
+        int z = blockIdx.z * blockDim.z + threadIdx.z;
+        if (x < nx && y < ny && z < nz)
+            out[(z * ny + y) * nx + x] = x + 1000 * y + 1000000 * z
+                + (gridDim.x * gridDim.y * gridDim.z == 0) * 7;
+    }
+"""
+
+
+def test_three_dimensional_grid_and_block(tmp_path):
+    kernel = cuda_kernel(tmp_path, INDEX_CU, "index3d",
+                         launch={"grid": lambda args, t: (cdiv(args["nx"], 4),
+                                                          cdiv(args["ny"], 3),
+                                                          cdiv(args["nz"], 2)),
+                                 "block": (4, 3, 2)})
+    nx, ny, nz = 9, 7, 5
+    out = np.full((nz, ny, nx), -1, np.int32)
+    kernel(nx, ny, nz, out)
+    z, y, x = np.meshgrid(np.arange(nz), np.arange(ny), np.arange(nx), indexing="ij")
+    np.testing.assert_array_equal(out, x + 1000 * y + 1000000 * z)
+
+
+CONSTANT_CU = """\
+    __constant__ float taps[5] = {0.1f, 0.2f, 0.4f, 0.2f, 0.1f};
+
+    extern "C" __global__ void smooth(int n, const float *x, float *out)
+    {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < 2 || i >= n - 2)
+            return;
+        float sum = 0.0f;
+        for (int t = 0; t < 5; ++t)
+            sum += taps[t] * x[i + t - 2];
+        out[i] = sum;
+    }
+"""
+
+
+def test_constant_memory(tmp_path):
+    kernel = cuda_kernel(tmp_path, CONSTANT_CU, "smooth",
+                         launch={"grid": lambda args, t: cdiv(args["n"], 64), "block": 64})
+    x = np.random.default_rng(2).random(500).astype(np.float32)
+    out = np.zeros_like(x)
+    kernel(x.size, x, out)
+    expected = np.convolve(x, np.array([0.1, 0.2, 0.4, 0.2, 0.1], np.float32), "same")
+    np.testing.assert_allclose(out[2:-2], expected[2:-2], rtol=1e-5)
+
+
+PRINTF_CU = """\
+    extern "C" __global__ void hello(const int *x)
+    {
+        if (threadIdx.x % 8 == 0)
+            printf("block %d thread %d sees %d\\n", blockIdx.x, threadIdx.x, x[threadIdx.x]);
+    }
+"""
+
+
+def test_device_printf_reaches_stdout(tmp_path, capfd):
+    kernel = cuda_kernel(tmp_path, PRINTF_CU, "hello", launch={"grid": 2, "block": 16})
+    kernel(np.arange(16, dtype=np.int32) * 10)
+    lines = capfd.readouterr().out.splitlines()
+    assert sorted(lines) == sorted(f"block {b} thread {t} sees {t * 10}"
+                                   for b in (0, 1) for t in (0, 8))
+
+
+MATH_CU = """\
+    extern "C" __global__ void math(const float *x, float *out)
+    {
+        int i = threadIdx.x;
+        out[i] = sqrtf(x[i]) + expf(-x[i]) + __sinf(x[i]) + rsqrtf(x[i] + 1.0f)
+            + max(x[i], 0.5f) + (float)min(i, 3) + tanhf(x[i]) + powf(x[i], 1.5f);
+    }
+"""
+
+
+def test_math_functions_are_the_hosts_libm(tmp_path):
+    kernel = cuda_kernel(tmp_path, MATH_CU, "math", launch={"grid": 1, "block": 64})
+    x = np.linspace(0.0, 4.0, 64, dtype=np.float32)
+    out = np.zeros_like(x)
+    kernel(x, out)
+    d = x.astype(np.float64)
+    expected = (np.sqrt(d) + np.exp(-d) + np.sin(d) + 1 / np.sqrt(d + 1) + np.maximum(d, 0.5)
+                + np.minimum(np.arange(64), 3) + np.tanh(d) + d ** 1.5)
+    np.testing.assert_allclose(out, expected, rtol=2e-6)
+
+
+# -- errors a GPU hides --------------------------------------------------------------------
+
+DIVERGENT_CU = """\
+    /* wrong: threads past n return before the barrier the others wait at */
+    extern "C" __global__ void shift_left(int n, const float *x, float *out)
+    {
+        __shared__ float tile[64];
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i >= n)
+            return;
+        tile[threadIdx.x] = x[i];
+        __syncthreads();
+        out[i] = threadIdx.x + 1 < blockDim.x ? tile[threadIdx.x + 1] : x[i];
+    }
+"""
+
+
+@pytest.mark.timeout(120)
+def test_divergent_barrier_fails_the_users_test_with_a_clear_message(pytester):
+    """Run as a user would: their test fails, naming the kernel, the block, the line and what
+    to do; it neither passes nor hangs."""
+    pytester.path.joinpath("shift.cu").write_text(textwrap.dedent(DIVERGENT_CU))
+    pytester.makepyfile(test_shift=f"""
+        import numpy as np
+        import pytest_r3 as r3
+
+        shift_left = r3.kernel("shift.cu", entry="shift_left", backend="cuda",
+                               launch={{"grid": lambda args, t: (args["n"] + 63) // 64,
+                                        "block": 64}})
+
+        def test_shift():
+            x = np.arange(100, dtype=np.float32)
+            out = np.zeros_like(x)
+            shift_left(100, x, out)
+            assert out[0] == 1.0
+    """)
+    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider", timeout=110)
+    result.assert_outcomes(failed=1)
+    text = result.stdout.str()
+    assert "KernelFault" in text
+    assert "kernel 'shift_left' block (1, 0, 0): divergent __syncthreads" in text
+    assert "barrier on line 9" in text
+    assert "(36 returned" not in text and "thread (36, 0, 0) returned" in text
+
+
+MISMATCHED_CU = """\
+    extern "C" __global__ void two_barriers(float *out)
+    {
+        if (threadIdx.x < 8) {
+            __syncthreads();
+        } else {
+            __syncthreads();
+        }
+        out[threadIdx.x] = 1.0f;
+    }
+"""
+
+
+def test_threads_at_different_barriers_are_an_error(tmp_path):
+    kernel = cuda_kernel(tmp_path, MISMATCHED_CU, "two_barriers", launch={"grid": 1,
+                                                                          "block": 16})
+    with pytest.raises(KernelFault, match=r"different __syncthreads calls .*line 4.*line 6"):
+        kernel(np.zeros(16, np.float32))
+
+
+OVERRUN_CU = """\
+    /* wrong: the bounds test lets the last block write past the end of out */
+    extern "C" __global__ void fill(int n, float *out)
+    {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i <= n + 3)
+            out[i] = 1.0f;
+    }
+"""
+
+
+def test_out_of_bounds_write_is_caught_by_the_guard_zone(tmp_path):
+    kernel = cuda_kernel(tmp_path, OVERRUN_CU, "fill", launch={"grid": 4, "block": 32})
+    out = np.zeros(100, np.float32)
+    with pytest.raises(KernelFault, match=r"kernel 'emulated_fill_\d+' .*wrote out of bounds: "
+                       r"argument 2 \(float \*out\) wrote up to 16 byte\(s\) past its end"):
+        kernel(100, out)
+    assert not out.any()  # nothing copied back from a faulted launch
+
+
+# -- selection ------------------------------------------------------------------------------
+
+def test_environment_variable_forces_and_refuses_emulation(monkeypatch):
+    assert isinstance(get_backend("cuda"), cuda_emulation.EmulatedCUDABackend)
+    assert get_backend("cuda").target_name().startswith("cuda-emulation-x86_64")
+    monkeypatch.setenv(cuda_emulation.EMULATION_ENV, "0")
+    forget_backend("cuda")
+    assert not getattr(get_backend("cuda"), "emulated", False)
+    monkeypatch.setenv(cuda_emulation.EMULATION_ENV, "maybe")
+    forget_backend("cuda")
+    with pytest.raises(BackendError, match="PYTEST_R3_CUDA_EMULATION='maybe' is not understood"):
+        get_backend("cuda")
+
+
+def test_device_arrays_are_refused_with_a_message(tmp_path):
+    kernel = cuda_kernel(tmp_path, OVERRUN_CU, "fill", launch={"grid": 1, "block": 32})
+
+    class DeviceArray:
+        __cuda_array_interface__ = {"shape": (4,), "typestr": "<f4", "data": (0, False)}
+
+    with pytest.raises(Exception, match="emulation on this machine, which takes numpy arrays"):
+        kernel(4, DeviceArray())
