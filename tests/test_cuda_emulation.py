@@ -374,13 +374,13 @@ def test_divergent_barrier_fails_the_users_test_with_a_clear_message(pytester):
     """Run as a user would: their test fails, naming the kernel, the block, the line and what
     to do; it neither passes nor hangs."""
     pytester.path.joinpath("shift.cu").write_text(textwrap.dedent(DIVERGENT_CU))
-    pytester.makepyfile(test_shift=f"""
+    pytester.makepyfile(test_shift="""
         import numpy as np
         import pytest_r3 as r3
 
         shift_left = r3.kernel("shift.cu", entry="shift_left", backend="cuda",
-                               launch={{"grid": lambda args, t: (args["n"] + 63) // 64,
-                                        "block": 64}})
+                               launch={"grid": lambda args, t: (args["n"] + 63) // 64,
+                                        "block": 64})
 
         def test_shift():
             x = np.arange(100, dtype=np.float32)
@@ -459,3 +459,90 @@ def test_device_arrays_are_refused_with_a_message(tmp_path):
 
     with pytest.raises(Exception, match="emulation on this machine, which takes numpy arrays"):
         kernel(4, DeviceArray())
+
+
+# -- recordings, replay and tuning ----------------------------------------------------------
+
+@pytest.fixture
+def recorded_matmul(tmp_path):
+    from pytest_r3.record.store import RecordingStore, capture
+    from pytest_r3.replay import KernelSpec
+
+    kernel = example_matmul(tile_values=(16, 8))
+    store = RecordingStore(tmp_path / "recordings")
+    launcher = kernel.build()
+    recordings = []
+    for index, (m, n, k) in enumerate([(40, 24, 56), (16, 16, 16)]):
+        rng = np.random.default_rng(index)
+        args = (m, n, k, rng.standard_normal((m, k), dtype=np.float32),
+                rng.standard_normal((k, n), dtype=np.float32), np.zeros((m, n), np.float32))
+        _, recording = capture(kernel, args, lambda a=args: launcher(*a), f"t.py::test_{index}")
+        recordings.append(recording)
+    keys = store.save(kernel.name, recordings, cap_bytes=1 << 26)["kept"]
+    return KernelSpec.from_kernel(kernel), store, keys
+
+
+@pytest.mark.timeout(300)
+def test_replay_verifies_emulated_candidates_untimed(recorded_matmul):
+    """A tunable change and a correct rewrite verify against the recordings; a wrong
+    rewrite and one calling outside the kernel are refused; nothing is timed."""
+    from pytest_r3.replay import Candidate, ReplayServer, ReplaySettings
+
+    spec, store, keys = recorded_matmul
+    source = (EXAMPLE / "exampleproj" / "cuda" / "matmul.cu").read_text()
+    swapped = source.replace("sum += a_tile[ty][q] * b_tile[q][tx];",
+                             "sum = fmaf(a_tile[ty][q], b_tile[q][tx], sum);")
+    wrong = source.replace("for (int base = 0; base < k; base += TILE)",
+                           "for (int base = TILE; base < k; base += TILE)")
+    escape = source.replace("float sum = 0.0f;", "float sum = (float)getpid();").replace(
+        "#ifndef TILE", "extern \"C\" int getpid(void);\n#ifndef TILE")
+    settings = ReplaySettings(run_timeout=20.0, timing_rounds=3, warmup_rounds=1)
+    with ReplayServer(spec, store.root, keys, settings, request_timeout=120) as server:
+        for candidate in (Candidate(macros={"TILE": 8}), Candidate(source_text=swapped)):
+            result = server.evaluate(candidate)
+            assert result.status == "ok", result.summary()
+            assert not result.timing
+            assert any("not timed" in d for d in result.diagnostics)
+        assert server.evaluate(Candidate(source_text=wrong)).status == "wrong_output"
+        refused = server.evaluate(Candidate(source_text=escape))
+        assert refused.status == "sandbox_violation", refused.summary()
+        assert "getpid" in refused.summary()
+
+
+@pytest.mark.timeout(300)
+def test_record_then_tune_skips_emulated_kernels_in_one_line(pytester):
+    pytester.path.joinpath("saxpy.cu").write_text(
+        (EXAMPLE / "exampleproj" / "cuda" / "saxpy.cu").read_text())
+    pytester.makepyfile(test_saxpy="""
+        import numpy as np
+        import pytest
+        import pytest_r3 as r3
+
+        saxpy = r3.kernel("saxpy.cu", entry="saxpy", backend="cuda",
+                          tune={"BLOCK": [128, 256]},
+                          launch=lambda args, t: {"grid": ((args["n"] + t["BLOCK"] - 1)
+                                                           // t["BLOCK"],)})
+
+        @pytest.mark.r3_oracle(saxpy)
+        def test_saxpy():
+            x = np.arange(1000, dtype=np.float32)
+            y = np.ones(1000, dtype=np.float32)
+            saxpy(1000, 2.0, x, y)
+            np.testing.assert_array_equal(y, 2 * np.arange(1000, dtype=np.float32) + 1)
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--r3-tune",
+                                           "--r3-budget", "4", timeout=280)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        "pytest-r3: saxpy: not tuned: CUDA runs in emulation here (no usable GPU)*"])
+    assert (pytester.path / ".r3" / "recordings" / "saxpy" / "index.json").is_file()
+    lock = pytester.path / "r3.lock"
+    assert not lock.exists() or "saxpy" not in lock.read_text()
+
+
+@pytest.mark.timeout(300)
+def test_example_project_runs_every_cuda_test_in_emulation(pytester):
+    result = pytester.runpytest_subprocess(
+        str(EXAMPLE / "tests" / "test_cuda_kernels.py"), "-p", "no:cacheprovider",
+        "--rootdir", str(EXAMPLE), "-c", str(EXAMPLE / "pytest.ini"), timeout=280)
+    result.assert_outcomes(passed=9)

@@ -30,7 +30,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import BackendError, CompileError, DeclarationError, KernelFault, LaunchError, ToolchainError
+from ..errors import (
+    BackendError,
+    CompileError,
+    DeclarationError,
+    KernelFault,
+    LaunchError,
+    ToolchainError,
+)
 from ..model.arguments import GUARD_BYTES, converters
 from ..model.launch import Launch, LaunchConfig
 from ..model.pipeline import Pipeline
