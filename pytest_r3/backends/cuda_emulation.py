@@ -54,6 +54,7 @@ INCLUDE = Path(__file__).resolve().parent.parent / "include"
 HEADER = INCLUDE / "r3_cuda_host.h"
 RUNTIME = INCLUDE / "r3_cuda_host_runtime.c"
 LAUNCH_SYMBOL = "__r3_cuda_launch"
+RELEASE_SYMBOL = "__r3_cuda_release"
 BODY_SYMBOL = "__r3_cuda_thread_body"
 SHARED_SECTION = ".r3.shared"
 DEFAULT_STACK = 128 * 1024
@@ -233,7 +234,8 @@ class EmulatedCUDABackend(CUDABackend):
         module.link_in(self.parse(_body_ir(module, symbol, shared), where))
         module.link_in(self.parse(runtime, f"{where}: the emulation runtime"))
         for function in module.functions:  # only the launch stays visible: the rest may go
-            if not function.is_declaration and function.name != LAUNCH_SYMBOL \
+            if not function.is_declaration \
+                    and function.name not in (LAUNCH_SYMBOL, RELEASE_SYMBOL) \
                     and function.linkage == llvm.Linkage.external:
                 function.linkage = llvm.Linkage.internal
         machine = self.target_machine()
@@ -243,7 +245,8 @@ class EmulatedCUDABackend(CUDABackend):
         engine.finalize_object()
         address = engine.get_function_address(LAUNCH_SYMBOL)
         run = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_LaunchStruct))(address)
-        return EmulatedLauncher(engine, run, signature, launch, tunables or {}, self,
+        release = ctypes.CFUNCTYPE(None)(engine.get_function_address(RELEASE_SYMBOL))
+        return EmulatedLauncher(engine, run, release, signature, launch, tunables or {}, self,
                                 kernel_name, fibers, optimised_ir)
 
     def time(self, launcher: Launcher, args: Sequence[object], repeat: int) -> list[float]:
@@ -288,9 +291,11 @@ def _body_ir(module, symbol: str, shared: list[tuple[str, int]]) -> str:
                              if a.decode() in ("zeroext", "signext"))
         typed = f"{kind} {extension}".strip()
         declared.append(typed)
+        # invariant: the arguments never change during a launch, so the loads may leave
+        # the runtime's loop over threads
         lines += [f"  %s{index} = getelementptr inbounds ptr, ptr %args, i64 {index}",
-                  f"  %p{index} = load ptr, ptr %s{index}",
-                  f"  %v{index} = load {kind}, ptr %p{index}"]
+                  f"  %p{index} = load ptr, ptr %s{index}, !invariant.load !0",
+                  f"  %v{index} = load {kind}, ptr %p{index}, !invariant.load !0"]
         call_args.append(f"{typed} %v{index}")
     return "\n".join([
         f'target datalayout = "{module.data_layout}"',
@@ -308,6 +313,7 @@ def _body_ir(module, symbol: str, shared: list[tuple[str, int]]) -> str:
           for name, size in shared),
         "  ret void",
         "}",
+        "!0 = !{}",
     ])
 
 
@@ -362,17 +368,22 @@ def _stack_bytes() -> int:
 class _Copies:
     """One launch's arguments: guarded host copies of the arrays, ctypes scalars."""
 
-    def __init__(self) -> None:
+    def __init__(self, staging: dict[int, np.ndarray]) -> None:
         self.keep: list[object] = []
         self.copies: list[tuple[int, np.ndarray, np.ndarray, bool]] = []
         self.by_buffer: dict[tuple[int, int], np.ndarray] = {}
+        # the launcher's buffers from earlier calls, reused: fresh memory costs page faults
+        self.staging = staging
 
     def array(self, index: int, value: np.ndarray, written: bool) -> int:
         """Where the kernel's pointer to a guarded copy of ``value`` lies."""
         key = (value.__array_interface__["data"][0], value.nbytes)
         storage = self.by_buffer.get(key)
         if storage is None:
-            storage = np.empty(value.nbytes + 2 * GUARD_BYTES, np.uint8)
+            storage = self.staging.get(index)
+            if storage is None or storage.size != value.nbytes + 2 * GUARD_BYTES:
+                storage = self.staging[index] = np.empty(value.nbytes + 2 * GUARD_BYTES,
+                                                         np.uint8)
             storage[:GUARD_BYTES] = _GUARD[:GUARD_BYTES]
             storage[GUARD_BYTES + value.nbytes:] = _GUARD[GUARD_BYTES:]
             storage[GUARD_BYTES:GUARD_BYTES + value.nbytes] = value.reshape(-1).view(np.uint8)
@@ -413,11 +424,12 @@ class EmulatedLauncher(Launcher):
 
     emulated = True
 
-    def __init__(self, engine, run, signature: Signature, launch: LaunchConfig,
+    def __init__(self, engine, run, release, signature: Signature, launch: LaunchConfig,
                  tunables: Mapping[str, object], backend: EmulatedCUDABackend,
                  kernel_name: str, fibers: bool, optimised_ir: str) -> None:
         self.engine = engine  # keeps the code alive
         self._run = run
+        self._release = release
         self.signature = signature
         self.launch_config = launch
         self.tunables = dict(tunables)
@@ -434,6 +446,7 @@ class EmulatedLauncher(Launcher):
                                    "kernel here; pass them through an array")
         self._converters = converters(kernel_name, signature, arrays_by_object=True)
         self._lock = threading.Lock()  # the runtime's state is the module's: one launch at once
+        self._staging: dict[int, np.ndarray] = {}
 
     def configure(self, args: Sequence[object]) -> Launch:
         named = dict(zip(self.signature.names, args))
@@ -443,7 +456,7 @@ class EmulatedLauncher(Launcher):
         if len(args) != len(self._converters):
             raise LaunchError(f"kernel {self.kernel_name!r} takes {len(self._converters)} "
                               f"argument(s) ({self.signature.describe()}), got {len(args)}")
-        copies = _Copies()
+        copies = _Copies(self._staging)
         pointers = (ctypes.c_void_p * max(len(args), 1))()
         for index, (param, convert, value) in enumerate(
                 zip(self.signature.params, self._converters, args)):
@@ -459,6 +472,10 @@ class EmulatedLauncher(Launcher):
         return copies, pointers
 
     def __call__(self, *args: object) -> None:
+        with self._lock:  # one launch at once: the staging buffers and the runtime's state
+            return self._call(args)
+
+    def _call(self, args: Sequence[object]) -> None:
         copies, pointers = self._bind(args)
         launch = self.configure(args)
         if not launch.threads:
@@ -469,8 +486,7 @@ class EmulatedLauncher(Launcher):
             launch.shared, int(self.fibers), _stack_bytes(), self.kernel_name.encode(),
             ctypes.cast(pointers, ctypes.POINTER(ctypes.c_void_p)),
             ctypes.cast(error, ctypes.c_char_p), _ERROR_SIZE)
-        with self._lock:
-            failed = self._run(ctypes.byref(spec))
+        failed = self._run(ctypes.byref(spec))
         shape = f"grid {launch.grid}, block {launch.block}"
         if failed:
             raise KernelFault(f"{error.value.decode(errors='replace')} ({shape}, emulated on "
@@ -485,6 +501,14 @@ class EmulatedLauncher(Launcher):
                 "kernel's bounds tests against the sizes and the launch grid.")
         copies.copy_back()
         return None
+
+    def __del__(self) -> None:
+        """Unmap the fiber stacks before the code that owns them goes (a replay worker
+        loads and drops many variants)."""
+        release = getattr(self, "_release", None)
+        if release is not None:
+            release()
+            self._release = None
 
     def time(self, args: Sequence[object], repeat: int) -> list[float]:
         times = []

@@ -65,7 +65,7 @@ static int live;           /* fibers not DONE */
 static int current = -1;   /* running fiber, -1: the scheduler */
 static void *scheduler_sp;
 static char *stacks;
-static size_t stacks_bytes, stack_bytes;
+static size_t stacks_bytes, stack_bytes, stacks_stride; /* stride: their guard pages' */
 static int barrier_result;
 static unsigned long long warp_values[2][R3_MAX_THREADS];
 static unsigned int warp_members[2][R3_WARPS];
@@ -129,7 +129,7 @@ static void fiber_main(void) {
 
 static int ensure_stacks(int count) {
   size_t wanted = (size_t)count * stack_bytes;
-  if (stacks && stacks_bytes >= wanted) return 1;
+  if (stacks && stacks_bytes >= wanted && stacks_stride == stack_bytes) return 1;
   if (stacks) munmap(stacks, stacks_bytes);
   stacks = mmap(NULL, wanted, PROT_READ | PROT_WRITE,
                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -139,6 +139,7 @@ static int ensure_stacks(int count) {
     return 0;
   }
   stacks_bytes = wanted;
+  stacks_stride = stack_bytes;
   /* a page without access at the low end of each stack: an overflow faults at once */
   for (int i = 0; i < count; ++i) mprotect(stacks + (size_t)i * stack_bytes, 4096, PROT_NONE);
   return 1;
@@ -372,6 +373,13 @@ void __r3_cuda_trap(int line) {
   /* plain mode: no fiber to park; stop the whole process rather than continue */
   fflush(stdout);
   abort();
+}
+
+/* unmaps the fiber stacks (the launcher calls it before its code is freed) */
+void __r3_cuda_release(void) {
+  if (stacks) munmap(stacks, stacks_bytes);
+  stacks = NULL;
+  stacks_bytes = 0;
 }
 
 /* -- the launch ---------------------------------------------------------------------------- */
