@@ -19,7 +19,7 @@ import pytest
 
 import pytest_r3 as r3
 from pytest_r3 import Pipeline
-from pytest_r3.backends import cuda_runtime, cuda_tools, get_backend
+from pytest_r3.backends import cuda_runtime, cuda_tools, forget_backend, get_backend
 from pytest_r3.backends.cuda import CUDABackend, ptx_version
 from pytest_r3.errors import KernelFault, MissingExtraError
 from pytest_r3.model.launch import LaunchConfig, LaunchLimits, cdiv
@@ -328,13 +328,16 @@ def test_declaring_cuda_kernels_imports_neither_pycuda_nor_llvmlite():
 
 @pytest.mark.skipif(GPU_MISSING is None or "pycuda" not in GPU_MISSING,
                     reason="pycuda is installed")
-def test_running_without_pycuda_names_the_extra():
+def test_running_without_pycuda_names_the_extra(monkeypatch):
+    monkeypatch.setenv("PYTEST_R3_CUDA_EMULATION", "0")  # else it runs in emulation
+    forget_backend("cuda")
     kernel = r3.kernel(CUDA_DIR / "saxpy.cu", entry="saxpy", backend="cuda", name="nopycuda",
                        tune={"BLOCK": [64]}, launch=lambda args, t: {"grid": 1})
     x = np.ones(4, np.float32)
     with pytest.raises(MissingExtraError, match=r'pip install "pytest-r3\[cuda\]"'):
         kernel(4, 1.0, x, x.copy())
     assert isinstance(MissingExtraError("x"), ImportError)
+    forget_backend("cuda")
 
 
 # -- launchers, through a stand-in for pycuda's driver -----------------------------------------
@@ -440,8 +443,11 @@ def fake_gpu(monkeypatch):
     device = SimpleNamespace(compute_capability=lambda: (8, 0), name=lambda: "Fake GPU")
     runtime = cuda_runtime.Runtime(driver, device, driver.Context.get_current())
     monkeypatch.setattr(cuda_runtime, "runtime", lambda: runtime)
-    monkeypatch.setattr(get_backend("cuda"), "_arch", "sm_80")
-    return driver
+    monkeypatch.delenv("PYTEST_R3_CUDA_EMULATION", raising=False)
+    forget_backend("cuda")  # chosen anew: the GPU backend, on the fake GPU
+    monkeypatch.setattr(get_backend("cuda").chosen, "_arch", "sm_80")
+    yield driver
+    forget_backend("cuda")
 
 
 def declare(entry, **options):

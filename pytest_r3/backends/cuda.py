@@ -282,4 +282,4 @@ def pytest_r3_make_backend(name: str):
         return None
     from . import cuda_emulation  # without a usable GPU, kernels run on the CPU
 
-    return cuda_emulation.EmulatedCUDABackend() if cuda_emulation.selected() else CUDABackend()
+    return cuda_emulation.cuda_backend()

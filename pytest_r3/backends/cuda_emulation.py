@@ -45,7 +45,7 @@ from ..model.signature import Signature, read_signature
 from ..model.source import KernelSource
 from . import clang as toolchain
 from . import cuda_tools
-from .base import Launcher
+from .base import Backend, Launcher
 from .cuda import CUDABackend
 
 EMULATION_ENV = "PYTEST_R3_CUDA_EMULATION"
@@ -257,6 +257,67 @@ class EmulatedCUDABackend(CUDABackend):
 
     def to_host(self, value: object) -> object:
         return np.array(value, copy=True) if isinstance(value, np.ndarray) else value
+
+
+def cuda_backend() -> Backend:
+    """The backend called "cuda": on the GPU or emulated as PYTEST_R3_CUDA_EMULATION says,
+    else chosen on first use (declaring a kernel must import neither pycuda nor llvmlite)."""
+    wanted = requested()
+    if wanted is None:
+        return AutoCUDABackend()
+    return EmulatedCUDABackend() if wanted else CUDABackend()
+
+
+class AutoCUDABackend(Backend):
+    """Stands for the GPU backend or the emulated one, whichever :func:`selected` picks the
+    first time it is used; everything is forwarded to that one."""
+
+    name = "cuda"
+    language = "cuda"
+    launch_limits = CUDABackend.launch_limits  # the same either way: no need to choose yet
+
+    def __init__(self) -> None:
+        self._chosen: Backend | None = None
+        self._choosing = threading.Lock()
+
+    @property
+    def chosen(self) -> Backend:
+        with self._choosing:
+            if self._chosen is None:
+                self._chosen = EmulatedCUDABackend() if selected() else CUDABackend()
+        return self._chosen
+
+    def __getattr__(self, name: str):  # arch, compile_ptx, emulated, sandbox rules...
+        if name.startswith("__") or name in ("_chosen", "_choosing"):
+            raise AttributeError(name)
+        return getattr(self.chosen, name)
+
+    @property
+    def address_space_cap(self) -> bool:  # type: ignore[override]
+        return self.chosen.address_space_cap
+
+    def target_name(self) -> str:
+        return self.chosen.target_name()
+
+    def compile(self, source: KernelSource, macros: Mapping[str, object], **options) -> str:
+        return self.chosen.compile(source, macros, **options)
+
+    def inspect(self, source: KernelSource, entry: str, macros: Mapping[str, object],
+                kernel_name: str = "") -> Signature:
+        return self.chosen.inspect(source, entry, macros, kernel_name)
+
+    def load(self, ir: str, entry: str, signature: Signature, pipeline: Pipeline,
+             kernel_name: str, **options) -> Launcher:
+        return self.chosen.load(ir, entry, signature, pipeline, kernel_name, **options)
+
+    def launch(self, launcher: Launcher, args: Sequence[object]) -> object:
+        return self.chosen.launch(launcher, args)
+
+    def time(self, launcher: Launcher, args: Sequence[object], repeat: int) -> list[float]:
+        return self.chosen.time(launcher, args, repeat)
+
+    def to_host(self, value: object) -> object:
+        return self.chosen.to_host(value)
 
 
 def _shared_variables(module) -> list[tuple[str, int]]:
