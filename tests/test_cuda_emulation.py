@@ -546,3 +546,26 @@ def test_example_project_runs_every_cuda_test_in_emulation(pytester):
         str(EXAMPLE / "tests" / "test_cuda_kernels.py"), "-p", "no:cacheprovider",
         "--rootdir", str(EXAMPLE), "-c", str(EXAMPLE / "pytest.ini"), timeout=280)
     result.assert_outcomes(passed=9)
+
+
+@pytest.mark.parametrize("value, emulated", [("on", True), ("off", False)])
+def test_ini_setting_chooses_emulation_for_the_run(pytester, monkeypatch, value, emulated):
+    monkeypatch.delenv(cuda_emulation.EMULATION_ENV, raising=False)
+    pytester.makeini(f"[pytest]\nr3_cuda_emulation = {value}\n")
+    pytester.makepyfile(test_choice=f"""
+        import os
+        from pytest_r3.backends import get_backend
+
+        def test_choice():
+            assert os.environ["PYTEST_R3_CUDA_EMULATION"] == "{int(emulated)}"
+            assert getattr(get_backend("cuda"), "emulated", False) is {emulated}
+    """)
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_ini_setting_refuses_unknown_values(pytester):
+    pytester.makeini("[pytest]\nr3_cuda_emulation = sometimes\n")
+    pytester.makepyfile(test_nothing="def test_nothing():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*r3_cuda_emulation: 'sometimes' is not auto, on or off*"])
