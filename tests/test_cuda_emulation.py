@@ -569,3 +569,22 @@ def test_ini_setting_refuses_unknown_values(pytester):
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*r3_cuda_emulation: 'sometimes' is not auto, on or off*"])
+
+
+TRAP_CU = """\
+    extern "C" __global__ void checked(int n, float *out)
+    {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i == 70)
+            __trap();
+        if (i < n)
+            out[i] = 2.0f;
+    }
+"""
+
+
+def test_trap_is_a_fault_naming_the_line_and_thread(tmp_path):
+    kernel = cuda_kernel(tmp_path, TRAP_CU, "checked", launch={"grid": 3, "block": 32})
+    with pytest.raises(KernelFault, match=r"block \(2, 0, 0\): __trap\(\) called on line 5 by "
+                       r"thread \(6, 0, 0\)"):
+        kernel(96, np.zeros(96, np.float32))

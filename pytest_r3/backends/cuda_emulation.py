@@ -58,8 +58,9 @@ RELEASE_SYMBOL = "__r3_cuda_release"
 BODY_SYMBOL = "__r3_cuda_thread_body"
 SHARED_SECTION = ".r3.shared"
 DEFAULT_STACK = 128 * 1024
-# the kernel needs fibers only when it calls one of these (barriers, shuffles, votes)
-_FIBER_SERVICES = re.compile(r"@__r3_cuda_(?:barrier|shuffle|vote|activemask)\b")
+# the kernel needs fibers only when it calls one of these (barriers, shuffles, votes; a
+# trap stops its fiber alone)
+_FIBER_SERVICES = re.compile(r"@__r3_cuda_(?:barrier|shuffle|vote|activemask|trap)\b")
 _ERROR_SIZE = 1024
 _RUNTIME_MARKER = "; r3-cuda-emulation-runtime"
 # `extern __shared__ float buf[];` -> a pointer to the launch's dynamic shared memory
