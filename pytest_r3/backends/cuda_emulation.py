@@ -52,6 +52,7 @@ EMULATION_ENV = "PYTEST_R3_CUDA_EMULATION"
 STACK_ENV = "PYTEST_R3_CUDA_EMULATION_STACK"
 INCLUDE = Path(__file__).resolve().parent.parent / "include"
 HEADER = INCLUDE / "r3_cuda_host.h"
+SHIMS = INCLUDE / "r3_cuda_host"  # <cstdio>, <cmath>, <cassert>, <cuda_runtime.h>... as C
 RUNTIME = INCLUDE / "r3_cuda_host_runtime.c"
 LAUNCH_SYMBOL = "__r3_cuda_launch"
 RELEASE_SYMBOL = "__r3_cuda_release"
@@ -60,7 +61,8 @@ SHARED_SECTION = ".r3.shared"
 DEFAULT_STACK = 128 * 1024
 # the kernel needs fibers only when it calls one of these (barriers, shuffles, votes; a
 # trap stops its fiber alone)
-_FIBER_SERVICES = re.compile(r"@__r3_cuda_(?:barrier|shuffle|vote|activemask|trap)\b")
+_FIBER_SERVICES = re.compile(
+    r"@__r3_cuda_(?:barrier|shuffle|vote|match|activemask|trap|assert_fail)\b")
 _ERROR_SIZE = 1024
 _RUNTIME_MARKER = "; r3-cuda-emulation-runtime"
 # `extern __shared__ float buf[];` -> a pointer to the launch's dynamic shared memory
@@ -162,8 +164,8 @@ class EmulatedCUDABackend(CUDABackend):
     # __shared__ arrays, which the runtime refills before every block (no state kept)
     sandbox_functions = frozenset({
         "__r3_cuda_state", "__r3_cuda_dynamic_shared", "__r3_cuda_barrier",
-        "__r3_cuda_shuffle", "__r3_cuda_vote", "__r3_cuda_activemask", "__r3_cuda_printf",
-        "__r3_cuda_trap"})
+        "__r3_cuda_shuffle", "__r3_cuda_vote", "__r3_cuda_match", "__r3_cuda_activemask",
+        "__r3_cuda_printf", "__r3_cuda_trap", "__r3_cuda_assert_fail"})
     sandbox_sections = frozenset({SHARED_SECTION})
 
     def target_name(self) -> str:
@@ -172,7 +174,7 @@ class EmulatedCUDABackend(CUDABackend):
     def host_flags(self) -> tuple[str, ...]:
         return (*toolchain.host_target().clang_flags(), "-std=c++17", "-nostdinc++",
                 "-fno-exceptions", "-fno-rtti", "-fno-threadsafe-statics",
-                "-Wno-unused-command-line-argument", "-I", str(INCLUDE),
+                "-Wno-unused-command-line-argument", "-I", str(SHIMS), "-I", str(INCLUDE),
                 "-include", str(HEADER))
 
     def compile(self, source: KernelSource, macros: Mapping[str, object],

@@ -23,6 +23,7 @@
 #define R3_CUDA_EMULATION 1
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define __global__
@@ -84,7 +85,11 @@ unsigned int __r3_cuda_vote(int predicate, int kind, unsigned int mask)
     __attribute__((nothrow));
 unsigned int __r3_cuda_activemask(void) __attribute__((nothrow));
 int __r3_cuda_printf(const char *format, ...) __attribute__((nothrow, format(printf, 1, 2)));
+unsigned int __r3_cuda_match(unsigned long long value, int kind, unsigned int mask,
+                             int *predicate) __attribute__((nothrow));
 void __r3_cuda_trap(int line) __attribute__((nothrow, noreturn));
+void __r3_cuda_assert_fail(const char *condition, const char *file, int line)
+    __attribute__((nothrow, noreturn));
 }
 
 #define threadIdx (__r3_cuda_state()->thread_idx)
@@ -132,29 +137,52 @@ __R3_HOST unsigned int __ballot_sync(unsigned int mask, int p) {
 __R3_HOST int __all_sync(unsigned int mask, int p) { return (int)__r3_cuda_vote(p != 0, 1, mask); }
 __R3_HOST int __any_sync(unsigned int mask, int p) { return (int)__r3_cuda_vote(p != 0, 2, mask); }
 __R3_HOST unsigned int __activemask() { return __r3_cuda_activemask(); }
+template <typename T> __R3_HOST unsigned int __match_any_sync(unsigned int mask, T v) {
+  static_assert(sizeof(T) <= 8, "__match_any_sync compares values of at most 8 bytes");
+  unsigned long long bits = 0;
+  __builtin_memcpy(&bits, &v, sizeof(T));
+  return __r3_cuda_match(bits, 0, mask, nullptr); }
+template <typename T> __R3_HOST unsigned int __match_all_sync(unsigned int mask, T v,
+                                                              int *pred) {
+  static_assert(sizeof(T) <= 8, "__match_all_sync compares values of at most 8 bytes");
+  unsigned long long bits = 0;
+  __builtin_memcpy(&bits, &v, sizeof(T));
+  return __r3_cuda_match(bits, 1, mask, pred); }
 
 /* atomics: relaxed, as CUDA's atomicXxx (blocks and their threads never run at once here) */
-template <typename T> __R3_HOST T atomicAdd(T *a, T v) {
+template <typename T> struct __r3_same { typedef T type; };
+#define __R3_V(T) typename __r3_same<T>::type
+template <typename T> __R3_HOST T atomicAdd(T *a, __R3_V(T) v) {
   return __atomic_fetch_add(a, v, __ATOMIC_RELAXED); }
-template <typename T> __R3_HOST T atomicSub(T *a, T v) {
+template <typename T> __R3_HOST T atomicSub(T *a, __R3_V(T) v) {
   return __atomic_fetch_sub(a, v, __ATOMIC_RELAXED); }
-template <typename T> __R3_HOST T atomicExch(T *a, T v) {
+template <typename T> __R3_HOST T atomicExch(T *a, __R3_V(T) v) {
   T old;
   __atomic_exchange(a, &v, &old, __ATOMIC_RELAXED);
   return old; }
-template <typename T> __R3_HOST T atomicMin(T *a, T v) {
+template <typename T> __R3_HOST T atomicMin(T *a, __R3_V(T) v) {
   return __atomic_fetch_min(a, v, __ATOMIC_RELAXED); }
-template <typename T> __R3_HOST T atomicMax(T *a, T v) {
+template <typename T> __R3_HOST T atomicMax(T *a, __R3_V(T) v) {
   return __atomic_fetch_max(a, v, __ATOMIC_RELAXED); }
-template <typename T> __R3_HOST T atomicAnd(T *a, T v) {
+template <typename T> __R3_HOST T atomicAnd(T *a, __R3_V(T) v) {
   return __atomic_fetch_and(a, v, __ATOMIC_RELAXED); }
-template <typename T> __R3_HOST T atomicOr(T *a, T v) {
+template <typename T> __R3_HOST T atomicOr(T *a, __R3_V(T) v) {
   return __atomic_fetch_or(a, v, __ATOMIC_RELAXED); }
-template <typename T> __R3_HOST T atomicXor(T *a, T v) {
+template <typename T> __R3_HOST T atomicXor(T *a, __R3_V(T) v) {
   return __atomic_fetch_xor(a, v, __ATOMIC_RELAXED); }
-template <typename T> __R3_HOST T atomicCAS(T *a, T compare, T v) {
+template <typename T> __R3_HOST T atomicCAS(T *a, __R3_V(T) compare, __R3_V(T) v) {
   __atomic_compare_exchange(a, &compare, &v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
   return compare; }
+#define __R3_SCOPED(name)                                                                  \
+  template <typename T> __R3_HOST T name##_block(T *a, typename __r3_same<T>::type v) {    \
+    return name(a, v); }                                                                   \
+  template <typename T> __R3_HOST T name##_system(T *a, typename __r3_same<T>::type v) {   \
+    return name(a, v); }
+__R3_SCOPED(atomicAdd) __R3_SCOPED(atomicSub) __R3_SCOPED(atomicExch)
+__R3_SCOPED(atomicMin) __R3_SCOPED(atomicMax) __R3_SCOPED(atomicAnd)
+__R3_SCOPED(atomicOr) __R3_SCOPED(atomicXor)
+#undef __R3_SCOPED
+#undef __R3_V
 __R3_HOST unsigned int atomicInc(unsigned int *a, unsigned int limit) {
   unsigned int old = *a;
   *a = old >= limit ? 0 : old + 1;
@@ -243,6 +271,30 @@ __R3_HOST int __mul24(int a, int b) {
   return (int)((long long)((a << 8) >> 8) * (long long)((b << 8) >> 8)); }
 __R3_HOST unsigned int __umul24(unsigned int a, unsigned int b) {
   return (a & 0xffffffu) * (b & 0xffffffu); }
+__R3_HOST int __hadd(int a, int b) { return (int)(((long long)a + b) >> 1); }
+__R3_HOST int __rhadd(int a, int b) { return (int)(((long long)a + b + 1) >> 1); }
+__R3_HOST unsigned int __uhadd(unsigned int a, unsigned int b) {
+  return (unsigned int)(((unsigned long long)a + b) >> 1); }
+__R3_HOST unsigned int __urhadd(unsigned int a, unsigned int b) {
+  return (unsigned int)(((unsigned long long)a + b + 1) >> 1); }
+__R3_HOST unsigned int __sad(int a, int b, unsigned int c) {
+  return c + (unsigned int)(a > b ? a - b : b - a); }
+__R3_HOST unsigned int __usad(unsigned int a, unsigned int b, unsigned int c) {
+  return c + (a > b ? a - b : b - a); }
+__R3_HOST unsigned int __byte_perm(unsigned int x, unsigned int y, unsigned int s) {
+  unsigned long long bytes = ((unsigned long long)y << 32) | x;
+  unsigned int out = 0;
+  for (int i = 0; i < 4; ++i)
+    out |= (unsigned int)((bytes >> (8 * ((s >> (4 * i)) & 7))) & 0xff) << (8 * i);
+  return out; }
+__R3_HOST unsigned int __funnelshift_l(unsigned int lo, unsigned int hi, unsigned int s) {
+  return (unsigned int)(((((unsigned long long)hi << 32) | lo) << (s & 31)) >> 32); }
+__R3_HOST unsigned int __funnelshift_r(unsigned int lo, unsigned int hi, unsigned int s) {
+  return (unsigned int)((((unsigned long long)hi << 32) | lo) >> (s & 31)); }
+__R3_HOST unsigned int __funnelshift_lc(unsigned int lo, unsigned int hi, unsigned int s) {
+  return (unsigned int)(((((unsigned long long)hi << 32) | lo) << (s > 32 ? 32 : s)) >> 32); }
+__R3_HOST unsigned int __funnelshift_rc(unsigned int lo, unsigned int hi, unsigned int s) {
+  return (unsigned int)((((unsigned long long)hi << 32) | lo) >> (s > 32 ? 32 : s)); }
 __R3_HOST int __mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
 __R3_HOST unsigned int __umulhi(unsigned int a, unsigned int b) {
   return (unsigned int)(((unsigned long long)a * b) >> 32); }

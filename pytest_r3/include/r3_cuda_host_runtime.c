@@ -334,6 +334,25 @@ unsigned int __r3_cuda_vote(int predicate, int kind, unsigned int mask) {
   }
 }
 
+/* __match_any_sync (kind 0): the lanes holding this lane's value; __match_all_sync (1): all
+ * members if they all hold the same value (*predicate = 1), else 0 */
+unsigned int __r3_cuda_match(unsigned long long value, int kind, unsigned int mask,
+                             int *predicate) {
+  if (current < 0) {
+    fail("a warp match ran outside a fiber (please report this)");
+    return 0;
+  }
+  int warp = current / 32;
+  int parity = warp_round(value);
+  unsigned int members = warp_members[parity][warp] & mask, same = 0;
+  for (int lane = 0; lane < 32; ++lane)
+    if ((members >> lane & 1) && warp_values[parity][warp * 32 + lane] == value)
+      same |= 1u << lane;
+  if (kind == 0) return same;
+  if (predicate) *predicate = same == members;
+  return same == members ? members : 0;
+}
+
 unsigned int __r3_cuda_activemask(void) {
   if (current < 0) return 0xffffffffu;
   int first = current / 32 * 32;
@@ -361,9 +380,7 @@ int __r3_cuda_printf(const char *format, ...) {
   return written;
 }
 
-void __r3_cuda_trap(int line) {
-  fail("__trap() called on line %d by thread (%u, %u, %u)", line, state.thread_idx.x,
-       state.thread_idx.y, state.thread_idx.z);
+static void stop_fiber(void) {
   if (current >= 0) {
     /* this fiber stops for good: the scheduler returns at once since failed is set */
     fibers[current].status = DONE;
@@ -373,6 +390,18 @@ void __r3_cuda_trap(int line) {
   /* unreachable: pytest-r3 runs every kernel that can trap in fiber mode */
   fflush(stdout);
   abort();
+}
+
+void __r3_cuda_trap(int line) {
+  fail("__trap() called on line %d by thread (%u, %u, %u)", line, state.thread_idx.x,
+       state.thread_idx.y, state.thread_idx.z);
+  stop_fiber();
+}
+
+void __r3_cuda_assert_fail(const char *condition, const char *file, int line) {
+  fail("assertion `%s` failed at %s:%d in thread (%u, %u, %u)", condition, file, line,
+       state.thread_idx.x, state.thread_idx.y, state.thread_idx.z);
+  stop_fiber();
 }
 
 /* unmaps the fiber stacks (the launcher calls it before its code is freed) */
