@@ -914,3 +914,84 @@ VECTOR_PARAMETERS = {"rgba_to_gray", "rotate_points"}
     if name in VECTOR_PARAMETERS else name for name in sorted(SUITE_CASES)])
 def test_coverage_suite_kernel_matches_numpy_in_emulation(name):
     SUITE_CASES[name]()
+
+
+# -- the shared-memory race check (PYTEST_R3_CUDA_RACECHECK=1) ------------------------------
+
+RACY_CU = """\
+    /* wrong: thread 0 sums buf before the other threads are known to have filled it */
+    extern "C" __global__ void racy_sum(const float *x, float *out)
+    {
+        __shared__ float buf[64];
+        buf[threadIdx.x] = x[blockIdx.x * 64 + threadIdx.x];
+        if (threadIdx.x == 0) {
+            float sum = 0.0f;
+            for (int i = 0; i < 64; ++i)
+                sum += buf[i];
+            out[blockIdx.x] = sum;
+        }
+    }
+"""
+
+
+def test_racecheck_names_the_two_threads_and_the_array(tmp_path, monkeypatch):
+    monkeypatch.setenv(cuda_emulation.RACECHECK_ENV, "1")
+    kernel = cuda_kernel(tmp_path, RACY_CU, "racy_sum", launch={"grid": 2, "block": 64})
+    with pytest.raises(KernelFault, match=r"kernel 'emulated_racy_sum_\d+' block \(0, 0, 0\): "
+                       r"shared-memory race on buf \(byte 4\): thread \(1, 0, 0\) writes it "
+                       r"after thread \(0, 0, 0\) read it, with no __syncthreads between them"):
+        kernel(np.ones(128, np.float32), np.zeros(2, np.float32))
+
+
+@pytest.mark.parametrize("case", ["matmul", "reduce", "scan", "histogram", "reverse"])
+def test_racecheck_passes_correct_kernels(tmp_path, monkeypatch, case):
+    """Barriers and warp operations order accesses: no race is reported where none is."""
+    monkeypatch.setenv(cuda_emulation.RACECHECK_ENV, "1")
+    if case == "matmul":
+        test_tiled_matmul_with_barriers_matches_numpy(16, 40, 24, 56)
+    elif case == "reduce":
+        test_shuffle_reduction_matches_numpy(tmp_path, 4096, 1024)
+    elif case == "scan":
+        test_warp_scan_broadcast_and_votes_match_numpy(tmp_path)
+    elif case == "histogram":
+        test_atomic_histogram_matches_bincount(tmp_path)
+    else:
+        test_dynamic_shared_memory_has_the_launch_size(tmp_path)
+
+
+def test_racecheck_catches_the_missing_second_barrier_of_a_tiled_matmul(tmp_path, monkeypatch):
+    """The classic bug: without the barrier at the end of the loop, fast threads overwrite
+    a tile that slower ones still read. With inputs of ones every tile holds the same
+    values, so the result is right anyway; the race check still fails it."""
+    source = (EXAMPLE / "exampleproj" / "cuda" / "matmul.cu").read_text()
+    head, tail = source.rsplit("        __syncthreads();\n", 1)
+    path = tmp_path / "matmul_one_barrier.cu"
+    path.write_text(head + tail)
+    launch = {"grid": lambda args, t: (cdiv(args["n"], 16), cdiv(args["m"], 16)),
+              "block": (16, 16)}
+    kernel = r3.kernel(path, entry="matmul_tiled", backend="cuda", launch=launch,
+                       name="one_barrier_matmul")
+    a = np.ones((32, 48), np.float32)
+    b = np.ones((48, 32), np.float32)
+    c = np.zeros((32, 32), np.float32)
+    kernel(32, 32, 48, a, b, c)
+    np.testing.assert_array_equal(c, 48)  # passes without the check
+    monkeypatch.setenv(cuda_emulation.RACECHECK_ENV, "1")
+    checked = r3.kernel(path, entry="matmul_tiled", backend="cuda", launch=launch,
+                        name="one_barrier_matmul_checked")
+    with pytest.raises(KernelFault, match=r"shared-memory race on (a|b)_tile \(byte \d+\): "
+                       r"thread \(\d+, \d+, 0\) (reads|writes) it after thread "
+                       r"\(\d+, \d+, 0\) (read|wrote) it"):
+        checked(32, 32, 48, a, b, c)
+
+
+def test_racecheck_setting_reaches_the_environment(pytester, monkeypatch):
+    monkeypatch.delenv(cuda_emulation.RACECHECK_ENV, raising=False)
+    pytester.makeini("[pytest]\nr3_cuda_racecheck = true\n")
+    pytester.makepyfile(test_env="""
+        import os
+
+        def test_env():
+            assert os.environ["PYTEST_R3_CUDA_RACECHECK"] == "1"
+    """)
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)

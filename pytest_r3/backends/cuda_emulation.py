@@ -50,6 +50,7 @@ from .cuda import CUDABackend
 
 EMULATION_ENV = "PYTEST_R3_CUDA_EMULATION"
 STACK_ENV = "PYTEST_R3_CUDA_EMULATION_STACK"
+RACECHECK_ENV = "PYTEST_R3_CUDA_RACECHECK"
 INCLUDE = Path(__file__).resolve().parent.parent / "include"
 HEADER = INCLUDE / "r3_cuda_host.h"
 SHIMS = INCLUDE / "r3_cuda_host"  # <cstdio>, <cmath>, <cassert>, <cuda_runtime.h>... as C
@@ -88,7 +89,9 @@ class _LaunchStruct(ctypes.Structure):
         ("shared_bytes", ctypes.c_ulonglong), ("fibers", ctypes.c_int),
         ("stack_bytes", ctypes.c_int), ("kernel", ctypes.c_char_p),
         ("args", ctypes.POINTER(ctypes.c_void_p)), ("error", ctypes.c_char_p),
-        ("error_size", ctypes.c_int),
+        ("error_size", ctypes.c_int), ("racecheck", ctypes.c_int),
+        ("ranges", ctypes.POINTER(ctypes.c_ulonglong)),
+        ("range_names", ctypes.POINTER(ctypes.c_char_p)), ("range_count", ctypes.c_int),
     ]
 
 
@@ -230,6 +233,9 @@ class EmulatedCUDABackend(CUDABackend):
         ir, runtime = split_runtime(ir, where)
         prepared = pipeline.prepare_ir(ir)
         fibers = bool(_FIBER_SERVICES.search(prepared))
+        racecheck = racecheck_requested()
+        if racecheck:
+            prepared = instrument_accesses(prepared)
         module = self.parse(prepared, where)
         defined = [f.name for f in module.functions if not f.is_declaration]
         symbol = cuda_tools.match_symbol(defined, entry, where)
@@ -249,8 +255,10 @@ class EmulatedCUDABackend(CUDABackend):
         address = engine.get_function_address(LAUNCH_SYMBOL)
         run = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_LaunchStruct))(address)
         release = ctypes.CFUNCTYPE(None)(engine.get_function_address(RELEASE_SYMBOL))
+        ranges = [(engine.get_global_value_address(name), size, _shown_name(name))
+                  for name, size in shared] if racecheck else None
         return EmulatedLauncher(engine, run, release, signature, launch, tunables or {}, self,
-                                kernel_name, fibers, optimised_ir)
+                                kernel_name, fibers, optimised_ir, ranges)
 
     def time(self, launcher: Launcher, args: Sequence[object], repeat: int) -> list[float]:
         """Host seconds per emulated launch, copies included. They measure the emulation,
@@ -337,6 +345,70 @@ def _shared_variables(module) -> list[tuple[str, int]]:
         variable.linkage = llvm.Linkage.external
         found.append((variable.name, data.get_abi_size(variable.global_value_type)))
     return found
+
+
+def racecheck_requested() -> bool:
+    """``PYTEST_R3_CUDA_RACECHECK=1``: check shared memory for races between barriers."""
+    return os.environ.get(RACECHECK_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+_SCALAR_BYTES = {"i1": 1, "i8": 1, "i16": 2, "half": 2, "bfloat": 2, "i32": 4, "float": 4,
+                 "i64": 8, "double": 8, "ptr": 8, "i128": 16, "fp128": 16}
+_ACCESS = re.compile(r"^(\s+)(?:%[-\w.$]+ = )?(load|store) (?!atomic)(?:volatile )?(.*)$")
+
+
+def _top_level_parts(text: str) -> list[str]:
+    """``text`` split at the commas outside brackets (IR operands may nest)."""
+    parts, depth, start = [], 0, 0
+    for index, char in enumerate(text):
+        if char in "([{<":
+            depth += 1
+        elif char in ")]}>":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(text[start:index].strip())
+            start = index + 1
+    parts.append(text[start:].strip())
+    return parts
+
+
+def _type_bytes(kind: str) -> int | None:
+    vector = re.fullmatch(r"<(\d+) x (\w+)>", kind)
+    if vector:
+        element = _SCALAR_BYTES.get(vector.group(2))
+        return None if element is None else int(vector.group(1)) * element
+    return _SCALAR_BYTES.get(kind)
+
+
+def instrument_accesses(ir: str) -> str:
+    """The kernel's IR with a call to the runtime's race checker in front of every plain
+    load and store (``__r3_cuda_access(address, bytes, is_write)``); the runtime keeps only
+    those that touch shared memory. A debugging aid: it makes a kernel several times
+    slower."""
+    lines = []
+    for line in ir.splitlines():
+        match = _ACCESS.match(line)
+        if match:
+            parts = [p for p in _top_level_parts(match.group(3))
+                     if not p.startswith(("align", "!"))]
+            write = match.group(2) == "store"
+            if len(parts) == 2 and parts[1].startswith("ptr "):
+                head = parts[0] if not write else parts[0].rsplit(" ", 1)[0]
+                size = _type_bytes(head.strip())
+                if size:
+                    lines.append(f"{match.group(1)}call void @__r3_cuda_access({parts[1]}, "
+                                 f"i64 {size}, i32 {int(write)})")
+        lines.append(line)
+    lines.append("declare void @__r3_cuda_access(ptr, i64, i32)")
+    return "\n".join(lines) + "\n"
+
+
+def _shown_name(symbol: str) -> str:
+    """``_ZZ12matmul_tiledE6a_tile`` -> ``a_tile`` (a function's static), else the symbol."""
+    match = re.search(r"E(\d+)(\w+)$", symbol)
+    if symbol.startswith("_ZZ") and match and len(match.group(2)) == int(match.group(1)):
+        return match.group(2)
+    return symbol
 
 
 def _quoted(name: str) -> str:
@@ -490,7 +562,8 @@ class EmulatedLauncher(Launcher):
 
     def __init__(self, engine, run, release, signature: Signature, launch: LaunchConfig,
                  tunables: Mapping[str, object], backend: EmulatedCUDABackend,
-                 kernel_name: str, fibers: bool, optimised_ir: str) -> None:
+                 kernel_name: str, fibers: bool, optimised_ir: str,
+                 shared_ranges: list[tuple[int, int, str]] | None = None) -> None:
         self.engine = engine  # keeps the code alive
         self._run = run
         self._release = release
@@ -502,6 +575,14 @@ class EmulatedLauncher(Launcher):
         self.fibers = fibers
         self.optimised_ir = optimised_ir
         self.diagnostics = {"emulation": "fibers" if fibers else "loop"}
+        # racecheck: the kernel's __shared__ arrays (address, bytes) and their names
+        self.racecheck = shared_ranges is not None
+        ranges = shared_ranges or []
+        self._ranges = (ctypes.c_ulonglong * max(2 * len(ranges), 1))(
+            *[number for address, size, _ in ranges for number in (address, size)])
+        self._range_names = (ctypes.c_char_p * max(len(ranges), 1))(
+            *[name.encode() for _, _, name in ranges])
+        self._range_count = len(ranges)
         unsupported = [p.describe() for p in signature.params
                        if not p.is_pointer and p.dtype not in _CTYPES]
         if unsupported:
@@ -549,7 +630,8 @@ class EmulatedLauncher(Launcher):
             (ctypes.c_uint * 3)(*launch.grid), (ctypes.c_uint * 3)(*launch.block),
             launch.shared, int(self.fibers), _stack_bytes(), self.kernel_name.encode(),
             ctypes.cast(pointers, ctypes.POINTER(ctypes.c_void_p)),
-            ctypes.cast(error, ctypes.c_char_p), _ERROR_SIZE)
+            ctypes.cast(error, ctypes.c_char_p), _ERROR_SIZE, int(self.racecheck),
+            self._ranges, self._range_names, self._range_count)
         failed = self._run(ctypes.byref(spec))
         shape = f"grid {launch.grid}, block {launch.block}"
         if failed:

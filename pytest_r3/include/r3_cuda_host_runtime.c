@@ -38,6 +38,10 @@ typedef struct {
   void **args;
   char *error;
   int error_size;
+  int racecheck;                       /* check shared memory for races (see below) */
+  const unsigned long long *ranges;    /* (address, bytes) of each static __shared__ */
+  const char *const *range_names;
+  int range_count;
 } r3_launch_t;
 
 enum { READY, AT_BARRIER, AT_WARP, DONE };
@@ -70,6 +74,8 @@ static int barrier_result;
 static unsigned long long warp_values[2][R3_MAX_THREADS];
 static unsigned int warp_members[2][R3_WARPS];
 static int warp_parity[R3_WARPS];
+static unsigned int epoch;                 /* barrier intervals, for the race check */
+static unsigned int warp_epoch[R3_WARPS];  /* warp operations, likewise */
 
 extern void __r3_cuda_thread_body(void **args);
 extern void __r3_cuda_reset_shared(void); /* fills the kernel's __shared__ with 0xff */
@@ -186,6 +192,7 @@ static int release_warps(void) {
     int warp = first / 32;
     warp_members[warp_parity[warp]][warp] = members;
     warp_parity[warp] ^= 1;
+    ++warp_epoch[warp];
     for (int i = first; i < last; ++i)
       if (fibers[i].status == AT_WARP) fibers[i].status = READY;
     released = 1;
@@ -245,6 +252,7 @@ static int release_barrier(void) {
     fibers[i].status = READY;
   }
   barrier_result = count;
+  ++epoch;
   return 1;
 }
 
@@ -264,6 +272,109 @@ static void run_block_fibers(void) {
     if (release_warps()) continue;
     if (!release_barrier()) return;
   }
+}
+
+/* -- race check ------------------------------------------------------------------------
+ * With PYTEST_R3_CUDA_RACECHECK=1 every load and store of the kernel calls
+ * __r3_cuda_access. For each 4-byte word of shared memory the last writer and reader and
+ * the barrier interval ("epoch") they acted in are kept; two threads touching one word in the
+ * same interval, one of them writing, is a race (no __syncthreads orders them), unless both
+ * are lanes of one warp and a warp operation came between. Epochs only grow during a launch,
+ * so nothing is cleared between blocks. */
+#define R3_MANY 0xffffffffu
+typedef struct {
+  unsigned int writer, write_epoch, write_warp_epoch;
+  unsigned int reader, read_epoch, read_warp_epoch;
+} r3_shadow;
+
+static r3_shadow *shadow;
+static size_t shadow_words;
+
+static int linear_thread(void) {
+  return (int)(state.thread_idx.x + state.block_dim.x * (state.thread_idx.y +
+                                                          state.block_dim.y * state.thread_idx.z));
+}
+
+static void describe_linear(char *out, size_t size, unsigned int id) {
+  unsigned int x = state.block_dim.x, y = state.block_dim.y;
+  snprintf(out, size, "thread (%u, %u, %u)", id % x, id / x % y, id / (x * y));
+}
+
+static int ordered(unsigned int other, unsigned int other_epoch, unsigned int other_warp_epoch,
+                   unsigned int me) {
+  if (other == 0 || other == me || other_epoch != epoch) return 1;
+  if (other == R3_MANY) return 0;
+  unsigned int warp = (me - 1) / 32;
+  return (other - 1) / 32 == warp && other_warp_epoch != warp_epoch[warp];
+}
+
+static void report_race(const char *mine, const char *theirs, unsigned int other,
+                        const char *name, size_t offset, unsigned int me) {
+  char one[64], two[64];
+  describe_linear(one, sizeof one, me - 1);
+  if (other == R3_MANY)
+    snprintf(two, sizeof two, "other threads");
+  else
+    describe_linear(two, sizeof two, other - 1);
+  fail("shared-memory race on %s (byte %zu): %s %s it after %s %s it, with no __syncthreads "
+       "between them", name, offset, one, mine, two, theirs);
+}
+
+void __r3_cuda_access(void *address, unsigned long long bytes, int write) {
+  if (!launch->racecheck || failed) return;
+  unsigned long long a = (unsigned long long)address;
+  size_t base = 0;
+  const char *name = NULL;
+  unsigned long long start = 0, size = 0;
+  for (int r = 0; r <= launch->range_count; ++r) {
+    int dynamic = r == launch->range_count;
+    start = dynamic ? (unsigned long long)dynamic_shared : launch->ranges[2 * r];
+    size = dynamic ? launch->shared_bytes : launch->ranges[2 * r + 1];
+    if (start && a >= start && a < start + size) {
+      name = dynamic ? "extern __shared__ memory" : launch->range_names[r];
+      break;
+    }
+    base += (size + 3) / 4;
+  }
+  if (!name) return;
+  unsigned int me = (unsigned int)linear_thread() + 1, warp = (me - 1) / 32;
+  size_t first = (a - start) / 4, last = (a + bytes - 1 - start) / 4;
+  if (last >= (size + 3) / 4) last = (size + 3) / 4 - 1;
+  for (size_t w = first; w <= last && base + w < shadow_words; ++w) {
+    r3_shadow *s = &shadow[base + w];
+    if (write) {
+      if (!ordered(s->writer, s->write_epoch, s->write_warp_epoch, me)) {
+        report_race("writes", "wrote", s->writer, name, w * 4, me);
+        return;
+      }
+      if (!ordered(s->reader, s->read_epoch, s->read_warp_epoch, me)) {
+        report_race("writes", "read", s->reader, name, w * 4, me);
+        return;
+      }
+      s->writer = me;
+      s->write_epoch = epoch;
+      s->write_warp_epoch = warp_epoch[warp];
+    } else {
+      if (!ordered(s->writer, s->write_epoch, s->write_warp_epoch, me)) {
+        report_race("reads", "wrote", s->writer, name, w * 4, me);
+        return;
+      }
+      if (s->read_epoch != epoch || s->reader == 0) s->reader = me;
+      else if (s->reader != me) s->reader = R3_MANY;
+      s->read_epoch = epoch;
+      s->read_warp_epoch = warp_epoch[warp];
+    }
+  }
+}
+
+static int start_racecheck(void) {
+  size_t words = (launch->shared_bytes + 3) / 4;
+  for (int r = 0; r < launch->range_count; ++r) words += (launch->ranges[2 * r + 1] + 3) / 4;
+  shadow_words = words;
+  shadow = calloc(words ? words : 1, sizeof *shadow);
+  epoch = 0;
+  for (int w = 0; w < R3_WARPS; ++w) warp_epoch[w] = 0;
+  return shadow != NULL;
 }
 
 /* -- services the kernel calls ----------------------------------------------------------- */
@@ -432,6 +543,11 @@ int __r3_cuda_launch(const r3_launch_t *l) {
     }
   }
   dynamic_shared = shared;
+  if (l->racecheck && !start_racecheck()) {
+    fail("cannot allocate the race check's shadow memory");
+    free(shared);
+    return 1;
+  }
   if (l->fibers) {
     stack_bytes = (size_t)l->stack_bytes;
     if (!ensure_stacks(threads)) {
@@ -449,6 +565,7 @@ int __r3_cuda_launch(const r3_launch_t *l) {
     for (unsigned int by = 0; by < l->grid[1] && !failed; ++by)
       for (unsigned int bx = 0; bx < l->grid[0] && !failed; ++bx) {
         state.block_idx = (r3_uint3){bx, by, bz};
+        ++epoch; /* accesses of different blocks never race: shared memory is per block */
         __r3_cuda_reset_shared();
         if (dynamic_shared) memset(dynamic_shared, 0xff, l->shared_bytes);
         if (l->fibers) {
@@ -465,5 +582,8 @@ int __r3_cuda_launch(const r3_launch_t *l) {
   fflush(stdout);
   dynamic_shared = NULL;
   free(shared);
+  free(shadow);
+  shadow = NULL;
+  shadow_words = 0;
   return failed;
 }

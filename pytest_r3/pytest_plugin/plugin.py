@@ -160,9 +160,13 @@ def _print_kernel_list(config: pytest.Config) -> None:
 
 def _choose_cuda_emulation(config: pytest.Config) -> None:
     """--r3-cuda-emulation on/off sets PYTEST_R3_CUDA_EMULATION (replay workers inherit it);
-    auto leaves the environment variable, if any, to decide."""
+    auto leaves the environment variable, if any, to decide. --r3-cuda-racecheck sets
+    PYTEST_R3_CUDA_RACECHECK."""
     from ..backends import forget_backend
-    from ..backends.cuda_emulation import EMULATION_ENV
+    from ..backends.cuda_emulation import EMULATION_ENV, RACECHECK_ENV
+
+    if options.value(config, "r3_cuda_racecheck"):
+        os.environ[RACECHECK_ENV] = "1"
 
     value = str(options.value(config, "r3_cuda_emulation")).strip().lower()
     choices = {"auto": None, "on": "1", "1": "1", "true": "1", "off": "0", "0": "0",
