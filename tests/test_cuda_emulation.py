@@ -534,7 +534,8 @@ def test_record_then_tune_skips_emulated_kernels_in_one_line(pytester):
                                            "--r3-budget", "4", timeout=280)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines([
-        "pytest-r3: saxpy: not tuned: CUDA runs in emulation here (no usable GPU)*"])
+        "pytest-r3: saxpy: not tuned: CUDA runs in emulation on the CPU here: its timings say "
+        "nothing about a GPU, so nothing is ranked and no lock entry is written"])
     assert (pytester.path / ".r3" / "recordings" / "saxpy" / "index.json").is_file()
     lock = pytester.path / "r3.lock"
     assert not lock.exists() or "saxpy" not in lock.read_text()
@@ -995,3 +996,26 @@ def test_racecheck_setting_reaches_the_environment(pytester, monkeypatch):
             assert os.environ["PYTEST_R3_CUDA_RACECHECK"] == "1"
     """)
     pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_other_architectures_are_refused_in_one_line(tmp_path, monkeypatch):
+    kernel = cuda_kernel(tmp_path, OVERRUN_CU, "fill", launch={"grid": 1, "block": 32})
+    monkeypatch.setattr(cuda_emulation.platform, "machine", lambda: "aarch64")
+    with pytest.raises(BackendError, match=r"CUDA emulation runs on x86-64 only \(this machine "
+                       r"is aarch64\).*PYTEST_R3_CUDA_EMULATION=0"):
+        kernel(32, np.zeros(32, np.float32))
+    assert "x86-64 only" in cuda_emulation.unavailable_reason()
+
+
+PRINTF_N_CU = """\
+    extern "C" __global__ void sneaky(int *out)
+    {
+        printf("%d%n\\n", 1, out);
+    }
+"""
+
+
+def test_printf_with_percent_n_is_refused(tmp_path):
+    kernel = cuda_kernel(tmp_path, PRINTF_N_CU, "sneaky", launch={"grid": 1, "block": 1})
+    with pytest.raises(KernelFault, match="printf with %n is not supported on the device"):
+        kernel(np.zeros(1, np.int32))
