@@ -1019,3 +1019,14 @@ def test_printf_with_percent_n_is_refused(tmp_path):
     kernel = cuda_kernel(tmp_path, PRINTF_N_CU, "sneaky", launch={"grid": 1, "block": 1})
     with pytest.raises(KernelFault, match="printf with %n is not supported on the device"):
         kernel(np.zeros(1, np.int32))
+
+
+def test_ptx_is_still_available_through_the_device_backend():
+    backend = get_backend("cuda")
+    source = example_matmul().source
+    with pytest.raises(r3.CompileError, match="host IR of CUDA emulation"):
+        backend.compile_ptx(backend.compile(source, {"TILE": 16}), "matmul_tiled",
+                            r3.Pipeline())
+    build = backend.compile_ptx(backend.device.compile(source, {"TILE": 16}), "matmul_tiled",
+                                r3.Pipeline())
+    assert ".entry matmul_tiled" in build.ptx

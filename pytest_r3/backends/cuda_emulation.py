@@ -20,6 +20,7 @@ kernel, ``cuda_emulation_launch`` runs it.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import platform
 import re
@@ -28,7 +29,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import BackendError, DeclarationError
+from ..errors import BackendError, CompileError, DeclarationError
 from ..model.launch import LaunchConfig
 from ..model.pipeline import Pipeline
 from ..model.signature import Signature, read_signature
@@ -40,6 +41,7 @@ from .cuda import CUDABackend
 from .cuda_emulation_ir import (
     HEADER,
     INCLUDE,
+    RUNTIME_MARKER,
     SHARED_SECTION,
     SHIMS,
     body_ir,
@@ -224,6 +226,20 @@ class EmulatedCUDABackend(CUDABackend):
 
     def to_host(self, value: object) -> object:
         return np.array(value, copy=True) if isinstance(value, np.ndarray) else value
+
+    @functools.cached_property
+    def device(self) -> CUDABackend:
+        """The GPU backend, for what needs no GPU: PTX and ptxas diagnostics of a source
+        (``backend.device.compile_ptx(backend.device.compile(source, macros), ...)``)."""
+        return CUDABackend()
+
+    def compile_ptx(self, ir: str, entry: str, pipeline: Pipeline, kernel_name: str = ""):
+        if RUNTIME_MARKER in ir:
+            raise CompileError(
+                f"kernel {kernel_name or entry!r}: compile_ptx was given the host IR of CUDA "
+                "emulation; compile the source for the device with backend.device.compile() "
+                "and pass that IR to backend.device.compile_ptx()", "")
+        return self.device.compile_ptx(ir, entry, pipeline, kernel_name)
 
 
 def cuda_backend() -> Backend:

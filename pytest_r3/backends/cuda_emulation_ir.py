@@ -19,7 +19,7 @@ SHIMS = INCLUDE / "r3_cuda_host"  # <cstdio>, <cmath>, <cassert>, <cuda_runtime.
 RUNTIME = INCLUDE / "r3_cuda_host_runtime.c"
 BODY_SYMBOL = "__r3_cuda_thread_body"
 SHARED_SECTION = ".r3.shared"
-_RUNTIME_MARKER = "; r3-cuda-emulation-runtime"
+RUNTIME_MARKER = "; r3-cuda-emulation-runtime"
 # `extern __shared__ float buf[];` -> a pointer to the launch's dynamic shared memory
 _EXTERN_SHARED = re.compile(
     r"\b(?:extern\s+__shared__|__shared__\s+extern)\s+([^;\[\]{}()]*?(?:\([^()]*\))?"
@@ -163,7 +163,7 @@ def split_runtime(ir: str, where: str) -> tuple[str, str]:
     that a replay worker (which may start no program, and may be on another machine) links
     the runtime without running clang. The static check of candidates reads the kernel's
     IR alone (comments are not IR); the runtime is ours and is never a candidate's."""
-    head, marker, packed = ir.rpartition(f"\n{_RUNTIME_MARKER} ")
+    head, marker, packed = ir.rpartition(f"\n{RUNTIME_MARKER} ")
     if not marker or "\n" in packed.strip():
         raise CompileError(f"{where}: the IR lacks the CUDA emulation runtime; it was not "
                            "compiled by the emulated CUDA backend", "")
@@ -178,7 +178,7 @@ def _unpack(packed: str) -> str:
 @functools.lru_cache(maxsize=1)
 def runtime_trailer() -> str:
     packed = base64.b64encode(zlib.compress(_runtime_ir().encode(), 9)).decode()
-    return f"\n{_RUNTIME_MARKER} {packed}\n"
+    return f"\n{RUNTIME_MARKER} {packed}\n"
 
 
 def _runtime_ir() -> str:
