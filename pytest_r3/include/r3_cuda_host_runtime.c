@@ -163,11 +163,6 @@ static void start_fiber(int i) {
   fibers[i].status = READY;
 }
 
-static const char *op_name(int line) {
-  (void)line;
-  return "__syncthreads";
-}
-
 static int describe_thread(char *out, size_t size, int i) {
   return snprintf(out, size, "thread (%u, %u, %u)", fibers[i].idx.x, fibers[i].idx.y,
                   fibers[i].idx.z);
@@ -225,9 +220,9 @@ static int release_barrier(void) {
   if (waiting == live && other_line >= 0) {
     describe_thread(who, sizeof who, first_waiting);
     describe_thread(other, sizeof other, other_line);
-    fail("threads wait at different %s calls (%s on line %d, %s on line %d): a barrier "
-         "inside a condition that differs between threads",
-         op_name(0), who, fibers[first_waiting].line, other, fibers[other_line].line);
+    fail("threads wait at different __syncthreads calls (%s on line %d, %s on line %d): a "
+         "barrier inside a condition that differs between threads",
+         who, fibers[first_waiting].line, other, fibers[other_line].line);
     return 0;
   }
   if (waiting != live) {
