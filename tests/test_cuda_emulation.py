@@ -1030,3 +1030,33 @@ def test_ptx_is_still_available_through_the_device_backend():
     build = backend.compile_ptx(backend.device.compile(source, {"TILE": 16}), "matmul_tiled",
                                 r3.Pipeline())
     assert ".entry matmul_tiled" in build.ptx
+
+
+PARTIAL_MASK_CU = """\
+    /* the first half of each warp sums its 16 values with a 16-lane mask; the other half
+     * skips the shuffles; everyone then meets at a barrier */
+    extern "C" __global__ void half_warp_sums(const int *x, int *out)
+    {
+        __shared__ int sums[4];
+        int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+        int v = x[threadIdx.x];
+        if (lane < 16) {
+            for (int offset = 8; offset > 0; offset /= 2)
+                v += __shfl_down_sync(0x0000ffffu, v, offset, 16);
+            if (lane == 0)
+                sums[warp] = v;
+        }
+        __syncthreads();
+        out[threadIdx.x] = sums[warp];
+    }
+"""
+
+
+def test_a_mask_forms_a_smaller_group_of_lanes(tmp_path):
+    kernel = cuda_kernel(tmp_path, PARTIAL_MASK_CU, "half_warp_sums",
+                         launch={"grid": 1, "block": 128})
+    x = np.arange(128, dtype=np.int32)
+    out = np.zeros(128, np.int32)
+    kernel(x, out)
+    halves = x.reshape(4, 2, 16)[:, 0].sum(axis=1)
+    np.testing.assert_array_equal(out, np.repeat(halves, 32))

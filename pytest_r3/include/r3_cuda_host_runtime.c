@@ -47,12 +47,19 @@ typedef struct {
 enum { READY, AT_BARRIER, AT_WARP, DONE };
 enum { OP_SYNC, OP_COUNT, OP_AND, OP_OR };
 
+enum { WARP_SHUFFLE, WARP_VOTE, WARP_MATCH };
+
 typedef struct {
   void *sp;
   int status;
   int line;
   int predicate;
   r3_uint3 idx;
+  /* the warp operation this lane waits at, and its answer once the group is released */
+  int op, kind, lane, width;
+  unsigned int mask;
+  unsigned long long value, result;
+  int all_same;
 } r3_fiber;
 
 #define R3_MAX_THREADS 1024
@@ -71,9 +78,6 @@ static void *scheduler_sp;
 static char *stacks;
 static size_t stacks_bytes, stack_bytes, stacks_stride; /* stride: their guard pages' */
 static int barrier_result;
-static unsigned long long warp_values[2][R3_MAX_THREADS];
-static unsigned int warp_members[2][R3_WARPS];
-static int warp_parity[R3_WARPS];
 static unsigned int epoch;                 /* barrier intervals, for the race check */
 static unsigned int warp_epoch[R3_WARPS];  /* warp operations, likewise */
 
@@ -168,29 +172,72 @@ static int describe_thread(char *out, size_t size, int i) {
                   fibers[i].idx.z);
 }
 
-/* releases every warp whose live lanes all wait at a warp operation */
+/* the answers of the lanes in `group` (bits, lane 0 = fiber `first`), released together */
+static void answer(int first, unsigned int group) {
+  for (int l = 0; l < 32; ++l) {
+    if (!(group >> l & 1)) continue;
+    r3_fiber *f = &fibers[first + l];
+    unsigned int members = group & f->mask, hits = 0;
+    for (int j = 0; j < 32; ++j)
+      if (members >> j & 1) {
+        unsigned long long other = fibers[first + j].value;
+        if (f->op == WARP_MATCH ? other == f->value : other != 0) hits |= 1u << j;
+      }
+    if (f->op == WARP_SHUFFLE) {
+      int width = f->width, base = l & ~(width - 1), src;
+      switch (f->kind) {
+      case 0: src = base + (f->lane & (width - 1)); break;
+      case 1: src = (l - base) >= f->lane ? l - f->lane : l; break;
+      case 2: src = (l - base) + f->lane < width ? l + f->lane : l; break;
+      default: src = l ^ f->lane; if (src >= base + width) src = l; break;
+      }
+      /* a lane outside the group (exited, masked out, past the block) keeps its value */
+      f->result = (src >= 0 && src < 32 && (group >> src & 1)) ? fibers[first + src].value
+                                                                : f->value;
+    } else if (f->op == WARP_VOTE) {
+      f->result = f->kind == 0 ? hits : f->kind == 1 ? hits == members
+                : f->kind == 2 ? hits != 0 : 0;
+    } else { /* match: any (kind 0) or all (kind 1) */
+      f->all_same = hits == members;
+      f->result = f->kind == 0 ? hits : (f->all_same ? members : 0);
+    }
+  }
+  for (int l = 0; l < 32; ++l)
+    if (group >> l & 1) fibers[first + l].status = READY;
+  ++warp_epoch[first / 32];
+}
+
+/* releases the lanes of each warp that wait at a warp operation together: all its live
+ * lanes, or a group named by the lanes' common mask whose other named lanes have exited */
 static int release_warps(void) {
   int released = 0;
   for (int first = 0; first < threads; first += 32) {
     int last = first + 32 < threads ? first + 32 : threads;
-    unsigned int members = 0;
-    int waiting = 0, alive = 0;
+    unsigned int live = 0, waiting = 0;
     for (int i = first; i < last; ++i) {
       if (fibers[i].status == DONE) continue;
-      ++alive;
-      if (fibers[i].status == AT_WARP) {
-        ++waiting;
-        members |= 1u << (i - first);
-      }
+      live |= 1u << (i - first);
+      if (fibers[i].status == AT_WARP) waiting |= 1u << (i - first);
     }
-    if (alive == 0 || waiting != alive) continue;
-    int warp = first / 32;
-    warp_members[warp_parity[warp]][warp] = members;
-    warp_parity[warp] ^= 1;
-    ++warp_epoch[warp];
-    for (int i = first; i < last; ++i)
-      if (fibers[i].status == AT_WARP) fibers[i].status = READY;
-    released = 1;
+    if (!waiting) continue;
+    if (waiting == live) {
+      answer(first, waiting);
+      released = 1;
+      continue;
+    }
+    for (unsigned int left = waiting; left;) {
+      int l = __builtin_ctz(left);
+      unsigned int mask = fibers[first + l].mask, group = waiting & mask;
+      int same = (live & mask) == group && (group >> l & 1);
+      for (int j = 0; j < 32 && same; ++j)
+        if ((group >> j & 1) && fibers[first + j].mask != mask) same = 0;
+      if (same) {
+        answer(first, group);
+        waiting &= ~group;
+        released = 1;
+      }
+      left &= ~(group | (1u << l));
+    }
   }
   return released;
 }
@@ -254,7 +301,6 @@ static int release_barrier(void) {
 static void run_block_fibers(void) {
   live = threads;
   for (int i = 0; i < threads; ++i) start_fiber(i);
-  for (int w = 0; w < R3_WARPS; ++w) warp_parity[w] = 0;
   for (;;) {
     int first = next_ready(0);
     if (first >= 0) {
@@ -392,52 +438,37 @@ int __r3_cuda_barrier(int predicate, int op, int line) {
   }
 }
 
-/* waits until the live lanes of the warp are all here; returns the parity of this round */
-static int warp_round(unsigned long long value) {
-  int me = current, warp = me / 32, parity = warp_parity[warp];
-  warp_values[parity][me] = value;
-  fibers[me].status = AT_WARP;
+/* waits at a warp operation until the scheduler releases this lane's group, then answers */
+static r3_fiber *warp_wait(int op, int kind, unsigned long long value, int lane, int width,
+                           unsigned int mask) {
+  r3_fiber *me = &fibers[current];
+  me->op = op;
+  me->kind = kind;
+  me->value = value;
+  me->lane = lane;
+  me->width = (width <= 0 || width > 32 || (width & (width - 1))) ? 32 : width;
+  me->mask = mask;
+  me->status = AT_WARP;
   yield();
-  return parity;
+  return me;
 }
 
 unsigned long long __r3_cuda_shuffle(unsigned long long value, int kind, int lane, int width,
                                      unsigned int mask) {
-  (void)mask;
   if (current < 0) {
     fail("a warp shuffle ran outside a fiber (please report this)");
     return value;
   }
-  int me = current, warp = me / 32, self = me % 32;
-  if (width <= 0 || width > 32 || (width & (width - 1))) width = 32;
-  int parity = warp_round(value);
-  int base = self & ~(width - 1), src;
-  switch (kind) {
-  case 0: src = base + (lane & (width - 1)); break;
-  case 1: src = (self - base) >= lane ? self - lane : self; break;
-  case 2: src = (self - base) + lane < width ? self + lane : self; break;
-  default: src = self ^ lane; if (src >= base + width) src = self; break;
-  }
-  if (src < 0 || src >= 32 || !(warp_members[parity][warp] >> src & 1)) return value;
-  return warp_values[parity][warp * 32 + src];
+  return warp_wait(WARP_SHUFFLE, kind, value, lane, width, mask)->result;
 }
 
+/* kind 0: __ballot_sync, 1: __all_sync, 2: __any_sync, 3: __syncwarp */
 unsigned int __r3_cuda_vote(int predicate, int kind, unsigned int mask) {
   if (current < 0) {
     fail("a warp vote ran outside a fiber (please report this)");
     return 0;
   }
-  int warp = current / 32;
-  int parity = warp_round((unsigned long long)(predicate != 0));
-  unsigned int members = warp_members[parity][warp] & mask, ballot = 0;
-  for (int lane = 0; lane < 32; ++lane)
-    if ((members >> lane & 1) && warp_values[parity][warp * 32 + lane]) ballot |= 1u << lane;
-  switch (kind) {
-  case 0: return ballot;
-  case 1: return ballot == members;
-  case 2: return ballot != 0;
-  default: return 0;
-  }
+  return (unsigned int)warp_wait(WARP_VOTE, kind, predicate != 0, 0, 32, mask)->result;
 }
 
 /* __match_any_sync (kind 0): the lanes holding this lane's value; __match_all_sync (1): all
@@ -448,15 +479,9 @@ unsigned int __r3_cuda_match(unsigned long long value, int kind, unsigned int ma
     fail("a warp match ran outside a fiber (please report this)");
     return 0;
   }
-  int warp = current / 32;
-  int parity = warp_round(value);
-  unsigned int members = warp_members[parity][warp] & mask, same = 0;
-  for (int lane = 0; lane < 32; ++lane)
-    if ((members >> lane & 1) && warp_values[parity][warp * 32 + lane] == value)
-      same |= 1u << lane;
-  if (kind == 0) return same;
-  if (predicate) *predicate = same == members;
-  return same == members ? members : 0;
+  r3_fiber *me = warp_wait(WARP_MATCH, kind, value, 0, 32, mask);
+  if (kind == 1 && predicate) *predicate = me->all_same;
+  return (unsigned int)me->result;
 }
 
 unsigned int __r3_cuda_activemask(void) {
