@@ -91,6 +91,12 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     Option("r3_llm_examples", "retrieved examples shown per prompt", 2, int, metavar="N"),
     Option("r3_llm_inner_budget", "Nevergrad evaluations for each new correct rewrite", 8, int,
            metavar="N"),
+    Option("r3_cuda_emulation", "run CUDA kernels on the CPU with CUDA semantics: auto (when "
+           "no GPU is usable), on or off; sets PYTEST_R3_CUDA_EMULATION for the run and its "
+           "replay workers", "auto", str, metavar="auto|on|off"),
+    Option("r3_cuda_racecheck", "in CUDA emulation, fail a launch whose threads race on "
+           "shared memory (no __syncthreads between two accesses, one a write); several "
+           "times slower; sets PYTEST_R3_CUDA_RACECHECK", False, _flag, is_flag=True),
     Option("r3_dir", "folder for recordings, results and reports, relative to the rootdir",
            ".r3", str, metavar="DIR"),
     Option("r3_record_cap", "size cap per kernel for recordings, in MiB; a representative "

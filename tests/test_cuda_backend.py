@@ -20,7 +20,7 @@ import pytest
 
 import pytest_r3 as r3
 from pytest_r3 import Pipeline
-from pytest_r3.backends import cuda_runtime, cuda_tools, get_backend
+from pytest_r3.backends import cuda_runtime, cuda_tools, forget_backend, get_backend
 from pytest_r3.backends.cuda import CUDABackend, ptx_version
 from pytest_r3.backends.cuda_runtime_pycuda import PycudaDriver
 from pytest_r3.errors import KernelFault
@@ -436,8 +436,11 @@ def fake_gpu(monkeypatch):
     device = SimpleNamespace(compute_capability=lambda: (8, 0), name=lambda: "Fake GPU")
     runtime = cuda_runtime.Runtime(PycudaDriver(driver, device, driver.Context.get_current()))
     monkeypatch.setattr(cuda_runtime, "runtime", lambda: runtime)
-    monkeypatch.setattr(get_backend("cuda"), "_arch", "sm_80")
-    return driver
+    monkeypatch.delenv("PYTEST_R3_CUDA_EMULATION", raising=False)
+    forget_backend("cuda")  # chosen anew: the GPU backend, on the fake GPU
+    monkeypatch.setattr(get_backend("cuda").chosen, "_arch", "sm_80")
+    yield driver
+    forget_backend("cuda")
 
 
 def declare(entry, **options):

@@ -1,11 +1,13 @@
-"""The GPU kernels against numpy. They need a CUDA runtime (cuda-bindings or pycuda) and a
-GPU and skip, saying which is missing, elsewhere; without them `pytest --r3-tune` records and tunes the CPU kernels only."""
+"""The GPU kernels against numpy. Without a usable GPU they run in pytest-r3's CUDA emulation
+on the CPU (x86-64), which verifies and records them but never tunes them; they skip, saying
+why, only where neither is possible (another architecture, or PYTEST_R3_CUDA_EMULATION=0
+without a GPU)."""
 
 import numpy as np
 import pytest
 from exampleproj.cuda import matmul_tiled, saxpy, stencil2d
 
-from pytest_r3.backends.cuda_runtime import unavailable_reason
+from pytest_r3.backends.cuda_emulation import unavailable_reason
 
 CUDA_MISSING = unavailable_reason()
 pytestmark = pytest.mark.skipif(CUDA_MISSING is not None,

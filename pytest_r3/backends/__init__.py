@@ -11,7 +11,8 @@ from ..errors import BackendError
 from . import hookspecs
 from .base import Backend, Launcher, check_backend
 
-__all__ = ["Backend", "Launcher", "available_backends", "get_backend", "plugin_manager"]
+__all__ = ["Backend", "Launcher", "available_backends", "forget_backend", "get_backend",
+           "plugin_manager"]
 
 BUILTIN_BACKENDS = ("pytest_r3.backends.cpu", "pytest_r3.backends.cuda")
 
@@ -63,3 +64,10 @@ def get_backend(name: str):
         check_backend(backend, name)
         _instances[name] = backend
         return backend
+
+
+def forget_backend(name: str) -> None:
+    """Drop the shared backend object called ``name``: the next get_backend makes it anew
+    (after a setting that chooses it changed, such as CUDA emulation)."""
+    with _lock:
+        _instances.pop(name, None)

@@ -328,4 +328,8 @@ def pytest_r3_backend_names() -> list[str]:
 
 @hookimpl(tryfirst=True)
 def pytest_r3_make_backend(name: str):
-    return CUDABackend() if name == "cuda" else None
+    if name != "cuda":
+        return None
+    from . import cuda_emulation  # without a usable GPU, kernels run on the CPU
+
+    return cuda_emulation.cuda_backend()

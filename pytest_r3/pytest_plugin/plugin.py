@@ -41,6 +41,7 @@ def pytest_configure(config: pytest.Config) -> None:
         declaration.use_lock_file(False)  # every other kernel runs its baseline, as tuned
         config.pluginmanager.register(OracleRunPlugin(Path(request)), "r3-oracle-run")
         return
+    _choose_cuda_emulation(config)
     tune = options.value(config, "r3_tune")
     check = options.value(config, "r3_check")
     if tune and check:
@@ -155,3 +156,24 @@ def _print_kernel_list(config: pytest.Config) -> None:
                 write(f"    {nodeid}")
         else:
             write(f"  oracle tests: none (mark one with @pytest.mark.{ORACLE_MARKER}({name}))")
+
+
+def _choose_cuda_emulation(config: pytest.Config) -> None:
+    """--r3-cuda-emulation on/off sets PYTEST_R3_CUDA_EMULATION (replay workers inherit it);
+    auto leaves the environment variable, if any, to decide. --r3-cuda-racecheck sets
+    PYTEST_R3_CUDA_RACECHECK."""
+    from ..backends import forget_backend
+    from ..backends.cuda_emulation import EMULATION_ENV, RACECHECK_ENV
+
+    if options.value(config, "r3_cuda_racecheck"):
+        os.environ[RACECHECK_ENV] = "1"
+
+    value = str(options.value(config, "r3_cuda_emulation")).strip().lower()
+    choices = {"auto": None, "on": "1", "1": "1", "true": "1", "off": "0", "0": "0",
+               "false": "0"}
+    if value not in choices:
+        raise pytest.UsageError(f"--r3-cuda-emulation / r3_cuda_emulation: {value!r} is not "
+                                "auto, on or off")
+    if choices[value] is not None and os.environ.get(EMULATION_ENV) != choices[value]:
+        os.environ[EMULATION_ENV] = choices[value]
+        forget_backend("cuda")

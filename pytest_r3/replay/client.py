@@ -248,6 +248,11 @@ class ReplayServer:
                               attempts=1, kind="uninitialised",
                               what="the build with patterned uninitialised variables, on ")
             self._ask("drop", {"name": "pattern"}, self.request_timeout)
+        if getattr(self.compiler.backend, "emulated", False):  # CUDA on the CPU: never timed
+            result.diagnostics.append("verified in CUDA emulation on the CPU; not timed: "
+                                      "emulated timings say nothing about a GPU")
+            self._ask("drop", {"name": name}, self.request_timeout)
+            return result
         result.timing = self._time(name, candidate.race_against)
         if result.timing["speedup"] > self.settings.sanity_bound:
             self.judge.verify(run, self.judge.reserve())

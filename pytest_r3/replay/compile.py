@@ -39,6 +39,11 @@ class CandidateCompiler:
         self.spec = spec
         self.backend = backend
         self.static_check = static_check
+        # what the backend's own runtime lends candidates (CUDA emulation's services and its
+        # per-block __shared__ sections)
+        self._runtime = {
+            "runtime_functions": getattr(backend, "sandbox_functions", frozenset()),
+            "memory_sections": getattr(backend, "sandbox_sections", frozenset())}
         self.source = KernelSource(spec.source_text, spec.filename,
                                    include_dirs=tuple(spec.include_dirs),
                                    defines=tuple(tuple(d) for d in spec.defines))
@@ -80,14 +85,15 @@ class CandidateCompiler:
             with _llvm_lock:
                 module = self._reachable(ir)
                 ir = str(module)
-                violations = sandbox.check_module(module, baseline=self.baseline_state) \
-                    if self.static_check else []
+                violations = sandbox.check_module(module, baseline=self.baseline_state,
+                                                  **self._runtime) if self.static_check else []
                 if pattern_ir is not None:  # the same text: cut, and checked, the same way
                     patterned = self._reachable(pattern_ir)
                     pattern_ir = str(patterned)
                     if self.static_check and not violations:
                         violations = sandbox.check_module(patterned,
-                                                          baseline=self.baseline_state)
+                                                          baseline=self.baseline_state,
+                                                          **self._runtime)
         except R3Error as exc:
             raise Rejected(COMPILE_ERROR, "compile_error", str(exc)) from None
         if violations:

@@ -241,11 +241,16 @@ def _baseline_summary(baseline) -> frozenset[tuple[str, str]]:
     return frozenset((str(n), str(t)) for n, t in baseline)
 
 
-def check_module(module, baseline=None) -> list[Violation]:
+def check_module(module, baseline=None, runtime_functions=frozenset(),
+                 memory_sections=frozenset()) -> list[Violation]:
     """Every use of something outside the allowlist in an llvmlite module.
 
     ``baseline`` (the original kernel's llvmlite module, or :func:`writable_globals` of it)
     lets a candidate keep the writable globals the baseline already has, same name and type.
+    ``runtime_functions`` and ``memory_sections`` come from the backend (its
+    ``sandbox_functions`` and ``sandbox_sections``): the services of a runtime it links in
+    itself, and sections of per-block memory it resets before every launch (CUDA
+    emulation's barriers and shuffles, and its ``__shared__`` arrays).
     """
     triple = module.triple or ""
     text = str(module)
@@ -284,6 +289,8 @@ def check_module(module, baseline=None) -> list[Violation]:
             continue
         head, _, thread_local, _ = _global_facts(variable)
         section = _SECTION.search(re.sub(r'c"[^"]*"', "", head))
+        if section and section.group(1) in memory_sections and not thread_local:
+            continue
         if section:
             add(Violation(name, "<module>", f"variable '{name}' placed in section "
                           f"'{section.group(1)}'", "section"))
@@ -309,7 +316,7 @@ def check_module(module, baseline=None) -> list[Violation]:
                 if not intrinsic_allowed(name, triple):
                     add(Violation(name, owner, f"LLVM intrinsic '{name}' ({_why_denied(name)})"
                                   + where, "forbidden_intrinsic"))
-            elif not _allowed_function(_plain(name), triple):
+            elif not _allowed_function(_plain(name), triple, runtime_functions):
                 add(Violation(_plain(name), owner, f"reference to external function "
                               f"'{_plain(name)}' (its address is taken)" + where,
                               "symbol_reference"))
@@ -322,7 +329,7 @@ def check_module(module, baseline=None) -> list[Violation]:
         check_references("<module>", " in an alias", line.group(0), set())
     for function in functions:
         if not function.is_declaration:
-            called = _check_body(function, triple, defined, add)
+            called = _check_body(function, triple, defined, add, runtime_functions)
             head = str(function).split("{", 1)[0]
             section = _SECTION.search(head)
             if section:
@@ -336,14 +343,16 @@ def check_module(module, baseline=None) -> list[Violation]:
 _NVPTX_SYSTEM_CALLS = frozenset({"vprintf", "__assertfail"})
 
 
-def _allowed_function(name: str, triple: str) -> bool:
+def _allowed_function(name: str, triple: str, runtime_functions=frozenset()) -> bool:
     # __nv_* is CUDA's libdevice math, linked in for NVPTX only
-    if triple.startswith("nvptx"):
-        return name in ALLOWED_SYMBOLS or name.startswith("__nv_") or name in _NVPTX_SYSTEM_CALLS
-    return name in ALLOWED_SYMBOLS
+    if name in ALLOWED_SYMBOLS or name in runtime_functions:
+        return True
+    return triple.startswith("nvptx") and (name.startswith("__nv_")
+                                           or name in _NVPTX_SYSTEM_CALLS)
 
 
-def _check_body(function, triple: str, defined: set[str], add) -> set[str]:
+def _check_body(function, triple: str, defined: set[str], add,
+                runtime_functions=frozenset()) -> set[str]:
     """Calls, asm and computed jumps in one function; returns the names it calls directly."""
     from llvmlite.binding import ValueKind
 
@@ -378,7 +387,7 @@ def _check_body(function, triple: str, defined: set[str], add) -> set[str]:
                 add(Violation(name, function.name,
                               f"call to LLVM intrinsic '{name}' ({_why_denied(name)})",
                               "forbidden_intrinsic"))
-        elif not _allowed_function(_plain(name), triple):
+        elif not _allowed_function(_plain(name), triple, runtime_functions):
             add(Violation(_plain(name), function.name,
                           f"call to external function '{_plain(name)}'", "forbidden_symbol"))
     return called

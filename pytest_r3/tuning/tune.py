@@ -25,6 +25,12 @@ def tune_kernel(kernel, tuning: Tuning, lock_path) -> KernelReport:
     settings = tuning.settings
     target = kernel.backend.target_name()
     row = KernelReport(kernel.name, target, "baseline kept", optimizer=settings.optimizer)
+    if getattr(kernel.backend, "emulated", False):  # see backends/cuda_emulation.py
+        row.status = "not tuned"
+        row.notes.append("CUDA runs in emulation on the CPU here: its timings say nothing "
+                         "about a GPU, so nothing is ranked and no lock entry is written")
+        tuning.say(f"pytest-r3: {kernel.name}: not tuned: {row.notes[-1]}")
+        return row
     if settings.llm is None:
         tuning.say_once("pytest-r3: no LLM configured (--r3-llm-model): tuning settings "
                         "only, no source rewrites")

@@ -1,0 +1,310 @@
+"""CUDA kernels on the CPU, with CUDA semantics, for machines without a usable GPU.
+
+The same declared CUDA kernel (``backend="cuda"``, its ``launch=``) is compiled for the host
+by the same clang in C++ mode against ``r3_cuda_host.h``, which maps threadIdx, barriers,
+shuffles, votes, shared memory, atomics and printf onto a small runtime
+(``r3_cuda_host_runtime.c``, linked into every kernel): blocks run one after another, the
+threads of a block as a plain loop, or as fibers when the kernel has barriers, shuffles or
+votes. Arguments are copied into buffers with guard zones, as a GPU backend copies them to
+the device, so a write out of bounds is reported with the argument it hit.
+
+Emulation verifies (tests, recordings, candidates) and never times a GPU: tuning skips
+emulated kernels with one line, and the replay verifies their candidates untimed. It is
+chosen when no GPU is usable, or forced on or off with ``PYTEST_R3_CUDA_EMULATION=1``/``0``
+(the ``r3_cuda_emulation`` setting). x86-64 only: the fiber switch is written for it.
+
+This module chooses and compiles; ``cuda_emulation_ir`` writes the host IR around the
+kernel, ``cuda_emulation_launch`` runs it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import platform
+import re
+import threading
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from ..errors import BackendError, CompileError, DeclarationError
+from ..model.launch import LaunchConfig
+from ..model.pipeline import Pipeline
+from ..model.signature import Signature, read_signature
+from ..model.source import KernelSource
+from . import clang as toolchain
+from . import cuda_tools
+from .base import Backend, Launcher
+from .cuda import CUDABackend
+from .cuda_emulation_ir import (
+    HEADER,
+    INCLUDE,
+    RUNTIME_MARKER,
+    SHARED_SECTION,
+    SHIMS,
+    body_ir,
+    host_source,
+    instrument_accesses,
+    runtime_trailer,
+    shared_variables,
+    shown_name,
+    split_runtime,
+)
+from .cuda_emulation_launch import EmulatedLauncher, LaunchStruct
+
+EMULATION_ENV = "PYTEST_R3_CUDA_EMULATION"
+RACECHECK_ENV = "PYTEST_R3_CUDA_RACECHECK"
+LAUNCH_SYMBOL = "__r3_cuda_launch"
+RELEASE_SYMBOL = "__r3_cuda_release"
+# the kernel needs fibers only when it calls one of these (barriers, shuffles, votes; a
+# trap stops its fiber alone)
+_FIBER_SERVICES = re.compile(
+    r"@__r3_cuda_(?:barrier|shuffle|vote|match|activemask|trap|assert_fail)\b")
+
+
+def requested() -> bool | None:
+    """``PYTEST_R3_CUDA_EMULATION``: True (1/on), False (0/off), None (unset or auto)."""
+    raw = os.environ.get(EMULATION_ENV, "").strip().lower()
+    if raw in ("", "auto"):
+        return None
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise BackendError(f"{EMULATION_ENV}={raw!r} is not understood; use 1 (emulate CUDA on "
+                       "the CPU), 0 (never emulate) or auto (emulate when no GPU is usable)")
+
+
+def selected() -> bool:
+    """Whether CUDA kernels run in emulation in this process: as requested, else when no
+    GPU is usable (no pycuda, no driver or no device)."""
+    wanted = requested()
+    if wanted is not None:
+        return wanted
+    from . import cuda_runtime
+
+    return cuda_runtime.unavailable_reason() is not None
+
+
+def unavailable_reason() -> str | None:
+    """Why CUDA kernels can run neither on a GPU nor in emulation here, else None: the one
+    place tests decide to skip CUDA runs."""
+    from . import cuda_runtime
+
+    try:
+        emulate = selected()
+        if emulate:
+            check_host()
+    except BackendError as exc:
+        return str(exc)
+    if emulate:
+        return None
+    reason = cuda_runtime.unavailable_reason()
+    if reason is not None and requested() is False:
+        reason += f" (and {EMULATION_ENV}=0 turns emulation off)"
+    return reason
+
+
+def check_host() -> None:
+    machine = platform.machine().lower()
+    if machine not in ("x86_64", "amd64"):
+        raise BackendError(
+            f"CUDA emulation runs on x86-64 only (this machine is {machine}): its fiber "
+            f"switch is written for it. Run CUDA kernels on a GPU, or set {EMULATION_ENV}=0 "
+            "to leave them unrun (tests that call them then fail or skip)")
+
+
+class EmulatedCUDABackend(CUDABackend):
+    """The CUDA backend, running kernels on the CPU (see the module docstring)."""
+
+    emulated = True
+    address_space_cap = True  # plain host memory: the worker's cap applies
+    # what the static check of candidates allows beyond C: the runtime's services, and
+    # __shared__ arrays, which the runtime refills before every block (no state kept)
+    sandbox_functions = frozenset({
+        "__r3_cuda_state", "__r3_cuda_dynamic_shared", "__r3_cuda_barrier",
+        "__r3_cuda_shuffle", "__r3_cuda_vote", "__r3_cuda_match", "__r3_cuda_activemask",
+        "__r3_cuda_printf", "__r3_cuda_trap", "__r3_cuda_assert_fail"})
+    sandbox_sections = frozenset({SHARED_SECTION})
+
+    def target_name(self) -> str:
+        return f"cuda-emulation-{toolchain.host_target().name.removeprefix('cpu-')}"
+
+    def host_flags(self) -> tuple[str, ...]:
+        return (*toolchain.host_target().clang_flags(), "-std=c++17", "-nostdinc++",
+                "-fno-exceptions", "-fno-rtti", "-fno-threadsafe-statics",
+                "-Wno-unused-command-line-argument", "-I", str(SHIMS), "-I", str(INCLUDE),
+                "-include", str(HEADER))
+
+    def compile(self, source: KernelSource, macros: Mapping[str, object],
+                debug_info: bool = False) -> str:
+        check_host()
+        text = host_source(source.text)
+        if text != source.text:
+            source = source.with_text(text)
+        ir = toolchain.compile_to_ir(
+            source.text, filename=source.filename, macros=macros,
+            target_flags=self.host_flags(), language="c++",
+            include_dirs=source.include_dirs, extra_flags=source.extra_flags,
+            debug_info=debug_info, untrusted=source.untrusted)
+        return ir + runtime_trailer()
+
+    def inspect(self, source: KernelSource, entry: str, macros: Mapping[str, object],
+                kernel_name: str = "") -> Signature:
+        """Parameters, dtypes and written pointers, read from the host build (as the CPU
+        backend reads C kernels), so nothing depends on the device compile's header."""
+        where = f"kernel {kernel_name or entry!r} ({source.filename})"
+        debug_ir, _ = split_runtime(self.compile(source, macros, debug_info=True), where)
+        module = self.parse(debug_ir, where)
+        defined = [f.name for f in module.functions if not f.is_declaration]
+        symbol = cuda_tools.match_symbol(defined, entry, where)
+        Pipeline().run(module, self.target_machine())
+        signature = read_signature(debug_ir, symbol, module.get_function(symbol), where=where)
+        if signature.return_dtype is not None:
+            raise DeclarationError(f"{where}: a __global__ function returns void")
+        return Signature(entry, signature.params, None)
+
+    def parse(self, ir: str, where: str):
+        toolchain.initialize_llvm()
+        return toolchain.parse_ir(ir, where)
+
+    def target_machine(self):
+        import llvmlite.binding as llvm
+
+        toolchain.initialize_llvm()
+        target = toolchain.host_target()
+        return llvm.Target.from_triple(target.triple).create_target_machine(
+            cpu=target.cpu, features=target.features, opt=3, reloc="default",
+            codemodel="jitdefault", jit=True)
+
+    def load(self, ir: str, entry: str, signature: Signature, pipeline: Pipeline,
+             kernel_name: str, launch: LaunchConfig | None = None,
+             tunables: Mapping[str, object] | None = None) -> Launcher:
+        import llvmlite.binding as llvm
+
+        if launch is None:
+            raise DeclarationError(f"kernel {kernel_name!r}: a CUDA kernel needs launch= "
+                                   "(its grid and block); see docs/cuda.md")
+        where = f"kernel {kernel_name!r}"
+        ir, runtime = split_runtime(ir, where)
+        prepared = pipeline.prepare_ir(ir)
+        fibers = bool(_FIBER_SERVICES.search(prepared))
+        racecheck = racecheck_requested()
+        if racecheck:
+            prepared = instrument_accesses(prepared)
+        module = self.parse(prepared, where)
+        defined = [f.name for f in module.functions if not f.is_declaration]
+        symbol = cuda_tools.match_symbol(defined, entry, where)
+        shared = shared_variables(module)
+        module.link_in(self.parse(body_ir(module, symbol, shared), where))
+        module.link_in(self.parse(runtime, f"{where}: the emulation runtime"))
+        for function in module.functions:  # only the launch stays visible: the rest may go
+            if not function.is_declaration \
+                    and function.name not in (LAUNCH_SYMBOL, RELEASE_SYMBOL) \
+                    and function.linkage == llvm.Linkage.external:
+                function.linkage = llvm.Linkage.internal
+        machine = self.target_machine()
+        pipeline.run(module, machine)
+        optimised_ir = str(module)
+        engine = llvm.create_mcjit_compiler(module, machine)
+        engine.finalize_object()
+        address = engine.get_function_address(LAUNCH_SYMBOL)
+        run = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(LaunchStruct))(address)
+        release = ctypes.CFUNCTYPE(None)(engine.get_function_address(RELEASE_SYMBOL))
+        ranges = [(engine.get_global_value_address(name), size, shown_name(name))
+                  for name, size in shared] if racecheck else None
+        return EmulatedLauncher(engine, run, release, signature, launch, tunables or {}, self,
+                                kernel_name, fibers, optimised_ir, ranges)
+
+    def time(self, launcher: Launcher, args: Sequence[object], repeat: int) -> list[float]:
+        """Host seconds per emulated launch, copies included. They measure the emulation,
+        never a GPU: tuning skips emulated kernels and the replay verifies them untimed;
+        only the worker's warm-up calls this."""
+        return launcher.time(args, repeat)  # type: ignore[attr-defined]
+
+    def to_host(self, value: object) -> object:
+        return np.array(value, copy=True) if isinstance(value, np.ndarray) else value
+
+    @functools.cached_property
+    def device(self) -> CUDABackend:
+        """The GPU backend, for what needs no GPU: PTX and ptxas diagnostics of a source
+        (``backend.device.compile_ptx(backend.device.compile(source, macros), ...)``)."""
+        return CUDABackend()
+
+    def compile_ptx(self, ir: str, entry: str, pipeline: Pipeline, kernel_name: str = ""):
+        if RUNTIME_MARKER in ir:
+            raise CompileError(
+                f"kernel {kernel_name or entry!r}: compile_ptx was given the host IR of CUDA "
+                "emulation; compile the source for the device with backend.device.compile() "
+                "and pass that IR to backend.device.compile_ptx()", "")
+        return self.device.compile_ptx(ir, entry, pipeline, kernel_name)
+
+
+def cuda_backend() -> Backend:
+    """The backend called "cuda": on the GPU or emulated as PYTEST_R3_CUDA_EMULATION says,
+    else chosen on first use (declaring a kernel must import neither pycuda nor llvmlite)."""
+    wanted = requested()
+    if wanted is None:
+        return AutoCUDABackend()
+    return EmulatedCUDABackend() if wanted else CUDABackend()
+
+
+class AutoCUDABackend(Backend):
+    """Stands for the GPU backend or the emulated one, whichever :func:`selected` picks the
+    first time it is used; everything is forwarded to that one."""
+
+    name = "cuda"
+    language = "cuda"
+    launch_limits = CUDABackend.launch_limits  # the same either way: no need to choose yet
+
+    def __init__(self) -> None:
+        self._chosen: Backend | None = None
+        self._choosing = threading.Lock()
+
+    @property
+    def chosen(self) -> Backend:
+        with self._choosing:
+            if self._chosen is None:
+                self._chosen = EmulatedCUDABackend() if selected() else CUDABackend()
+        return self._chosen
+
+    def __getattr__(self, name: str):  # arch, compile_ptx, emulated, sandbox rules...
+        if name.startswith("__") or name in ("_chosen", "_choosing"):
+            raise AttributeError(name)
+        return getattr(self.chosen, name)
+
+    @property
+    def address_space_cap(self) -> bool:  # type: ignore[override]
+        return self.chosen.address_space_cap
+
+    def target_name(self) -> str:
+        return self.chosen.target_name()
+
+    def compile(self, source: KernelSource, macros: Mapping[str, object], **options) -> str:
+        return self.chosen.compile(source, macros, **options)
+
+    def inspect(self, source: KernelSource, entry: str, macros: Mapping[str, object],
+                kernel_name: str = "") -> Signature:
+        return self.chosen.inspect(source, entry, macros, kernel_name)
+
+    def load(self, ir: str, entry: str, signature: Signature, pipeline: Pipeline,
+             kernel_name: str, **options) -> Launcher:
+        return self.chosen.load(ir, entry, signature, pipeline, kernel_name, **options)
+
+    def launch(self, launcher: Launcher, args: Sequence[object]) -> object:
+        return self.chosen.launch(launcher, args)
+
+    def time(self, launcher: Launcher, args: Sequence[object], repeat: int) -> list[float]:
+        return self.chosen.time(launcher, args, repeat)
+
+    def to_host(self, value: object) -> object:
+        return self.chosen.to_host(value)
+
+
+def racecheck_requested() -> bool:
+    """``PYTEST_R3_CUDA_RACECHECK=1``: check shared memory for races between barriers."""
+    return os.environ.get(RACECHECK_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
