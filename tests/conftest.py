@@ -203,3 +203,15 @@ def r3_project(pytester, unique_name, empty_registry):
     (pytester.mkdir("tests") / "test_saxpy.py").write_text(
         SAXPY_TESTS.format(package=package, name=name))
     return SimpleNamespace(path=pytester.path, kernel=name, package=package)
+
+
+@pytest.fixture
+def cuda_device_backend(monkeypatch):
+    """The CUDA backend that compiles for the GPU (PTX), even on a machine where CUDA kernels
+    would run in emulation: for tests of the device build itself."""
+    from pytest_r3.backends import forget_backend
+
+    monkeypatch.setenv("PYTEST_R3_CUDA_EMULATION", "0")
+    forget_backend("cuda")
+    yield
+    forget_backend("cuda")

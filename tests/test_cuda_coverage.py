@@ -76,7 +76,7 @@ def test_suite_kernel_compiles_to_ptx_that_ptxas_accepts(backend, row):
 
 
 @pytest.mark.parametrize("row", KERNELS, ids=[row["entry"] for row in KERNELS])
-def test_suite_kernel_is_declared_as_written(row):
+def test_suite_kernel_is_declared_as_written(row, cuda_device_backend):
     """Every suite kernel, vector, half and bf16 pointers included, declares with r3.kernel
     and has a signature numpy arrays can meet."""
     declared = r3.kernel(SUITE / row["file"], entry=row["entry"], backend="cuda")

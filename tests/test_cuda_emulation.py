@@ -19,7 +19,7 @@ import pytest
 import pytest_r3 as r3
 from pytest_r3 import cdiv
 from pytest_r3.backends import cuda_emulation, forget_backend, get_backend
-from pytest_r3.errors import BackendError, DeclarationError, KernelFault
+from pytest_r3.errors import BackendError, KernelFault
 
 pytestmark = pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
                                 reason="CUDA emulation is written for x86-64")
@@ -901,18 +901,9 @@ SUITE_CASES = {name.removeprefix("case_"): case for name, case in dict(globals()
                if name.startswith("case_")}
 
 
-# kernels taking CUDA vector types (uchar4 *, float2 *): the signature reader refuses
-# pointers to structs for every backend today; strict, so these flip once it takes them
-VECTOR_PARAMETERS = {"rgba_to_gray", "rotate_points"}
-
-
 @pytest.mark.skipif(not SUITE.is_dir(), reason="the CUDA coverage suite (tests/cuda_suite) "
                     "is not in this checkout")
-@pytest.mark.parametrize("name", [
-    pytest.param(name, marks=pytest.mark.xfail(
-        strict=True, raises=DeclarationError,
-        reason="pointers to CUDA vector types are refused by the signature reader"))
-    if name in VECTOR_PARAMETERS else name for name in sorted(SUITE_CASES)])
+@pytest.mark.parametrize("name", sorted(SUITE_CASES))
 def test_coverage_suite_kernel_matches_numpy_in_emulation(name):
     SUITE_CASES[name]()
 

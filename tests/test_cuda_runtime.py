@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import pytest_r3 as r3
-from pytest_r3.backends import cuda_runtime, get_backend
+from pytest_r3.backends import cuda_runtime, forget_backend, get_backend
 from pytest_r3.backends.cuda_runtime_bindings import BindingsDriver
 from pytest_r3.errors import BackendError, KernelFault, MissingExtraError
 from pytest_r3.model.launch import cdiv
@@ -65,8 +65,11 @@ def test_unset_the_first_importable_runtime_is_chosen(monkeypatch):
 
 @pytest.mark.skipif(importlib.util.find_spec("pycuda") is not None,
                     reason="pycuda is installed here: its absence cannot be shown")
-def test_a_missing_runtime_package_names_its_extra(monkeypatch):
+def test_a_missing_runtime_package_names_its_extra(monkeypatch, request):
     monkeypatch.setenv(cuda_runtime.RUNTIME_ENV, "pycuda")
+    monkeypatch.setenv("PYTEST_R3_CUDA_EMULATION", "0")  # else it runs in emulation
+    forget_backend("cuda")
+    request.addfinalizer(lambda: forget_backend("cuda"))
     kernel = r3.kernel(CUDA_DIR / "saxpy.cu", entry="saxpy", backend="cuda", name="nopycuda",
                        tune={"BLOCK": [64]}, launch=lambda args, t: {"grid": 1})
     x = np.ones(4, np.float32)
@@ -94,7 +97,7 @@ def test_cuda_bindings_imports_and_says_in_one_line_that_there_is_no_gpu():
             "        print('ERROR', type(exc).__name__, exc)\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=300, cwd=REPO,
-                            env={**os.environ,
+                            env={**os.environ, "PYTEST_R3_CUDA_EMULATION": "0",
                                  cuda_runtime.RUNTIME_ENV: "cuda-bindings"})
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
@@ -365,8 +368,11 @@ def fake_cu(monkeypatch):
     cu = FakeCU({"_Z5saxpyifPKfPf": fake_saxpy})
     runtime = cuda_runtime.Runtime(BindingsDriver.start(cu, 0))
     monkeypatch.setattr(cuda_runtime, "runtime", lambda name=None: runtime)
-    monkeypatch.setattr(get_backend("cuda"), "_arch", "sm_90")
-    return cu
+    monkeypatch.delenv("PYTEST_R3_CUDA_EMULATION", raising=False)
+    forget_backend("cuda")  # chosen anew: the GPU backend, on the stand-in GPU
+    monkeypatch.setattr(get_backend("cuda").chosen, "_arch", "sm_90")
+    yield cu
+    forget_backend("cuda")
 
 
 def declare_saxpy(name, **options):

@@ -220,7 +220,8 @@ def _cuda_gemm(name: str, **options):
                      include_dirs=[EXISTING / "utilities"], **options)
 
 
-def test_cuda_file_with_host_code_builds_for_the_device_unchanged(unique_name):
+def test_cuda_file_with_host_code_builds_for_the_device_unchanged(unique_name,
+                                                                  cuda_device_backend):
     from pytest_r3.backends import cuda_tools
 
     before = GEMM_CU.read_bytes()
@@ -353,7 +354,8 @@ def test_cuda_pointers_to_vector_structs_read_as_arrays_of_numbers(unique_name):
     assert v.describe() == "const vec4 *v"
 
 
-def test_a_static_cuda_kernel_is_an_entry_and_unreached_kernels_are_not_built(unique_name):
+def test_a_static_cuda_kernel_is_an_entry_and_unreached_kernels_are_not_built(
+        unique_name, cuda_device_backend):
     kernel = r3.kernel(
         "static __global__ void twice(int n, float *x)\n"
         "{ int i = threadIdx.x; if (i < n) x[i] *= 2; }\n"

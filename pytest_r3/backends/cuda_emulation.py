@@ -132,6 +132,12 @@ class EmulatedCUDABackend(CUDABackend):
     def target_name(self) -> str:
         return f"cuda-emulation-{toolchain.host_target().name.removeprefix('cpu-')}"
 
+    def reachable(self, module, entry: str, where: str):
+        """The host module whole: the kernel is reached through the emulation runtime's
+        launcher, not by a call from the entry, so nothing is cut (files with host code are
+        built for the device only, see docs/cuda.md)."""
+        return module
+
     def host_flags(self) -> tuple[str, ...]:
         return (*toolchain.host_target().clang_flags(), "-std=c++17", "-nostdinc++",
                 "-fno-exceptions", "-fno-rtti", "-fno-threadsafe-statics",
@@ -185,8 +191,9 @@ class EmulatedCUDABackend(CUDABackend):
         import llvmlite.binding as llvm
 
         if launch is None:
-            raise DeclarationError(f"kernel {kernel_name!r}: a CUDA kernel needs launch= "
-                                   "(its grid and block); see docs/cuda.md")
+            raise DeclarationError(f"kernel {kernel_name!r} was declared without launch=: its "
+                                   "signature and PTX can be read, but a launch needs its grid "
+                                   "and block; add launch= to r3.kernel (see docs/cuda.md)")
         where = f"kernel {kernel_name!r}"
         ir, runtime = split_runtime(ir, where)
         prepared = pipeline.prepare_ir(ir)

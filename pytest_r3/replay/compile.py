@@ -84,12 +84,12 @@ class CandidateCompiler:
         try:
             with _llvm_lock:
                 module = self._reachable(ir)
-                ir = str(module)
+                ir = str(module) + _trailer(ir)
                 violations = sandbox.check_module(module, baseline=self.baseline_state,
                                                   **self._runtime) if self.static_check else []
                 if pattern_ir is not None:  # the same text: cut, and checked, the same way
                     patterned = self._reachable(pattern_ir)
-                    pattern_ir = str(patterned)
+                    pattern_ir = str(patterned) + _trailer(pattern_ir)
                     if self.static_check and not violations:
                         violations = sandbox.check_module(patterned,
                                                           baseline=self.baseline_state,
@@ -100,3 +100,13 @@ class CandidateCompiler:
             raise Rejected(SANDBOX_VIOLATION, violations[0].kind, sandbox.advice(violations),
                            symbols=sorted({v.symbol for v in violations}))
         return CompiledCandidate(ir, pattern_ir, {"clang": clang_seconds})
+
+
+def _trailer(ir: str) -> str:
+    """The comment lines that end ``ir``: a backend's own payload (CUDA emulation carries its
+    runtime there), which printing the parsed module would drop."""
+    lines = ir.rstrip("\n").split("\n")
+    count = 0
+    while count < len(lines) and lines[-1 - count].startswith(";"):
+        count += 1
+    return "\n" + "\n".join(lines[-count:]) + "\n" if count else ""
