@@ -121,6 +121,10 @@ class TunePlugin:
                   f"{_us(row.tuned_seconds):>12} {speedup:>22} "
                   f"{row.evaluations:>5} ({row.new_evaluations:>3})  {row.describe_changes()}",
                   red=row.status.startswith("FAIL"))
+            for workload in row.workloads:
+                write(f"    workload {workload['origin']} [{workload['shape']}] x"
+                      f"{workload['weight']:g}: {_us(workload['baseline_median'])} -> "
+                      f"{_us(workload['candidate_median'])}, {workload['speedup']:.2f}x")
             for note in row.notes:
                 write(f"    {note}")
         if self.mode == "tune" and self.rows:
@@ -199,6 +203,12 @@ class TunePlugin:
             if name not in kernels:
                 self._unavailable(name)
                 continue
+            if not self.recorder.store.workloads(name):
+                self._say(f"pytest-r3: {name}: no workload recorded, so timing uses the "
+                          "oracle tests' (test-sized) inputs; add a benchmark test "
+                          "(pytest-benchmark's `benchmark` fixture) or "
+                          "@pytest.mark.r3_workload with production-sized inputs, or record "
+                          "the application with `pytest-r3 record -- python app.py`")
             row = tune_kernel(kernels[name], tuning, self.lock_path)
             if row.status.startswith("FAILED"):
                 self.failures.append(f"{name}: {row.notes[-1]}")
