@@ -1,7 +1,9 @@
-"""``pytest-r3``: work with recordings outside a test run (list them, replay a variant).
+"""``pytest-r3``: work with recordings outside a test run (list them, replay a variant,
+record an application's launches).
 
 Exit status: 0 when the command did its work (``replay``: the variant passed), 1 only when
-``replay`` rejected the variant (or ``recordings`` found none), 2 for a usage error, a
+``replay`` rejected the variant (or ``recordings`` or ``record`` found none; ``record``
+passes on a failing command's own status), 2 for a usage error, a
 state that cannot be used, or any other error (one line on stderr, never a traceback unless
 ``PYTEST_R3_DEBUG=1``), 130 when interrupted.
 """
@@ -51,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="replay only this recording (repeatable)")
     replay.add_argument("--json", action="store_true", help="print the result as JSON")
     options.add_to_argparse(replay, ["r3_dir", "r3_run_timeout"])
+    _add_record_command(commands)
     return parser
 
 
@@ -72,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "recordings":
             return _list(Path(args.r3_dir))
+        if args.command == "record":
+            return _record(args)
         return _replay(args)
     except R3Error as exc:
         print(f"pytest-r3: {' '.join(str(exc).split())}", file=sys.stderr)
@@ -134,6 +139,63 @@ def _replay(args: argparse.Namespace) -> int:
     else:
         print(f"{args.kernel}: {result.summary()}")
     return OK if result.ok else REJECTED
+
+
+# -- pytest-r3 record -- COMMAND ...: the application's launches as timing workloads --------
+def _add_record_command(commands) -> None:
+    record = commands.add_parser(
+        "record", help="run a command and record the launches of declared kernels in it as "
+        "timing workloads (pytest-r3 record -- python app.py)")
+    record.add_argument("--first", type=int, default=1, metavar="N",
+                        help="launches captured per distinct shape (default: 1)")
+    record.add_argument("--every", type=int, default=0, metavar="K",
+                        help="after those, capture every K-th launch of a shape; every launch "
+                        "is counted either way (default: 0, none)")
+    options.add_to_argparse(record, ["r3_dir", "r3_record_cap"])
+    record.add_argument("program", nargs=argparse.REMAINDER, metavar="-- COMMAND",
+                        help="the program to run, after --")
+
+
+def _record(args: argparse.Namespace) -> int:
+    import subprocess
+    import uuid
+
+    from .record import application
+    from .record.store import RecordingStore
+
+    program = args.program[1:] if args.program[:1] == ["--"] else args.program
+    if not program:
+        raise R3Error("record needs a command to run: pytest-r3 record -- python app.py")
+    if args.first < 1 or args.every < 0 or args.r3_record_cap <= 0:
+        raise R3Error("record: --first must be at least 1, --every 0 or more, and "
+                      "--r3-record-cap positive")
+    r3_dir = Path(args.r3_dir).resolve()
+    origin = "application: " + " ".join(program)
+    run = uuid.uuid4().hex
+    environment = {**os.environ, application.ENV: str(r3_dir),
+                   application.ENV_FIRST: str(args.first),
+                   application.ENV_EVERY: str(args.every),
+                   application.ENV_CAP: str(args.r3_record_cap),
+                   application.ENV_ORIGIN: origin, application.ENV_RUN: run}
+    try:
+        status = subprocess.call(program, env=environment)
+    except OSError as exc:
+        raise R3Error(f"record: cannot run {program[0]!r}: {exc.strerror or exc}") from None
+    store = RecordingStore(r3_dir / "recordings")
+    recorded = {kernel: found for kernel in store.kernels()
+                if (found := store.workloads_of(kernel, origin, run))}
+    for kernel, weights in sorted(recorded.items()):
+        print(f"{kernel}: {len(weights)} workload recording(s) standing for "
+              f"{sum(weights.values()):g} launch(es)")
+    if status != 0:
+        print(f"pytest-r3: the command exited with status {status}", file=sys.stderr)
+        return status
+    if not recorded:
+        print(f"pytest-r3: no launch of a declared kernel was recorded (does {program[0]!r} "
+              "import pytest_r3 and call its kernels?)", file=sys.stderr)
+        return REJECTED
+    print(f"stored under {store.root}; `pytest --r3-tune` times candidates on them")
+    return OK
 
 
 if __name__ == "__main__":

@@ -282,11 +282,38 @@ def tuning_settings(config: pytest.Config) -> TuningSettings:
             optimizer=str(value("r3_optimizer")), seed=int(value("r3_seed")),
             search_pipeline=bool(value("r3_search_pipeline")), replay=replay,
             address_space=int(float(value("r3_memory_limit")) * 2**20),
-            check_threshold=float(value("r3_check_threshold")) / 100,
+            **check_thresholds(str(value("r3_check_threshold"))),
             retune=bool(value("r3_retune")),
             llm=_llm_settings(value), evolution=_evolution_settings(value))
     except (TypeError, ValueError) as exc:
         raise pytest.UsageError(f"pytest-r3 settings: {exc}") from None
+
+
+def check_thresholds(text: str) -> dict:
+    """``--r3-check-threshold``: a percent (``5``, the default rule) or pytest-benchmark's
+    ``--benchmark-compare-fail`` expressions (``median:5%``, ``mean:0.001``), parsed by
+    pytest-benchmark itself; TuningSettings' check_threshold and check_fail."""
+    from pytest_benchmark.utils import parse_compare_fail
+
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    if len(parts) == 1:
+        try:
+            return {"check_threshold": float(parts[0].rstrip("%")) / 100}
+        except ValueError:
+            pass
+    checks = []
+    for part in parts:
+        try:
+            checks.append(parse_compare_fail(part))
+        except Exception:  # argparse.ArgumentTypeError
+            raise pytest.UsageError(
+                f"--r3-check-threshold: {part!r} is not a threshold; give a percent (5) or "
+                "FIELD:N% / FIELD:SECONDS with FIELD one of min, max, mean, median, stddev, "
+                "iqr (pytest-benchmark's --benchmark-compare-fail syntax, e.g. median:5%)"
+            ) from None
+    if not checks:
+        raise pytest.UsageError("--r3-check-threshold is empty; give e.g. 5 or median:5%")
+    return {"check_fail": tuple(checks)}
 
 
 def _llm_settings(value):

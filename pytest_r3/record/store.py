@@ -366,6 +366,19 @@ class RecordingStore:
         return {key: float(weight) for key, weight in workloads.items()
                 if key in index.get("kept", ())}
 
+    def workloads_of(self, kernel: str, origin: str, run: str) -> dict[str, float]:
+        """The workloads one recording session saved: key -> weight (metadata only)."""
+        found = {}
+        for key in self.workloads(kernel):
+            try:
+                meta = _read_json(self.kernel_dir(kernel) / f"{key}.json")
+                workload = _workload_of(meta.get("workload"))
+            except (CorruptRecording, ValueError, AttributeError):
+                continue
+            if workload and workload["origin"] == origin and workload["run"] == run:
+                found[key] = workload["weight"]
+        return found
+
     def kernels(self) -> list[str]:
         if not self.root.is_dir():
             return []
