@@ -5,6 +5,7 @@ checks; the oracle tests keep verifying. Real pytest sessions and real subproces
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -114,3 +115,169 @@ def test_benchmark_test_is_a_workload_and_tuning_times_it(project: Path):
     tuned = report(project)["wl_scale[tuned]"]["extra_info"]
     assert tuned["timed_on"] == "workloads"
     assert [w["shape"] for w in tuned["workloads"]] == [recordings[key].shape_signature]
+
+
+MARKED_TEST_PY = textwrap.dedent("""
+    import numpy as np
+    import pytest
+
+    from wlmod import wl_scale
+
+
+    @pytest.mark.r3_workload(wl_scale, weight=5)
+    def test_common_size():
+        for _ in range(2):  # two launches, each counting 5
+            grid = np.ones((300, 300), dtype=np.float32)
+            wl_scale(300, grid, np.empty_like(grid))
+
+
+    @pytest.mark.r3_workload("wl_scale")
+    def test_rare_size():
+        grid = np.ones((500, 500), dtype=np.float32)
+        wl_scale(500, grid, np.empty_like(grid))
+""")
+
+
+def test_marked_workloads_are_weighted_and_are_no_oracle(project: Path):
+    (project / "test_marked.py").write_text(MARKED_TEST_PY)
+    result = run(project, "--r3-record")
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    store = RecordingStore(project / ".r3" / "recordings")
+    by_shape = {r.inputs["in"].shape: r for r in store.load_all("wl_scale")}
+    # one recording per shape (the same content launched twice is one), weighted
+    assert by_shape[(300, 300)].workload["weight"] == 10.0
+    assert by_shape[(500, 500)].workload["weight"] == 1.0
+    assert not by_shape[(40, 40)].is_workload and not by_shape[(3, 3)].is_workload
+    assert "workloads: 3 launch(es) in 2 benchmark/r3_workload test(s)" in out
+    spec = json.loads((project / ".r3" / "recordings" / "wl_scale" / "kernel.json").read_text())
+    assert spec["oracle_tests"] == ["test_oracle.py::test_wl_scale[3]",
+                                    "test_oracle.py::test_wl_scale[40]"]
+    # recording again replaces what each test recorded before: weights do not pile up
+    assert run(project, "--r3-record").returncode == 0
+    again = {r.inputs["in"].shape: r.weight for r in store.load_all("wl_scale")
+             if r.is_workload}
+    assert again == {(300, 300): 10.0, (500, 500): 1.0}
+
+
+def test_bad_workload_marker_is_a_usage_error(project: Path):
+    (project / "test_bad.py").write_text(textwrap.dedent("""
+        import pytest
+
+        from wlmod import wl_scale
+
+
+        @pytest.mark.r3_workload(wl_scale, weight=0)
+        def test_x():
+            pass
+    """))
+    result = run(project, "--r3-record")
+    assert result.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "r3_workload" in result.stderr and "positive number" in result.stderr, result.stderr
+
+
+def test_without_workloads_tuning_says_it_timed_test_sized_inputs(project: Path):
+    # an oracle input large enough for the faster order to show
+    result = run(project, "--r3-tune")
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    lines = [line for line in out.splitlines() if "no workload recorded" in line]
+    assert len(lines) == 1 and "benchmark" in lines[0], out
+    assert "Timed on the oracle tests' inputs (no workload recorded): `wl_scale`" in (
+        project / ".r3" / "report.md").read_text()
+    assert "    workload " not in out
+
+
+APP_PY = textwrap.dedent("""
+    import sys
+
+    import numpy as np
+
+    from wlmod import wl_scale
+
+    for seed, n in enumerate([200] * 7 + [400] * 2):
+        grid = np.random.default_rng(seed).random((n, n), dtype=np.float32)
+        wl_scale(n, grid, np.empty_like(grid))
+    sys.exit(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
+""")
+
+
+def record_app(project: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest_r3.cli", "record", *args],
+                          cwd=project, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                              [str(project), os.environ.get("PYTHONPATH", "")])})
+
+
+def test_record_command_samples_the_application_and_tuning_times_on_it(project: Path):
+    (project / "app.py").write_text(APP_PY)
+    result = record_app(project, "--first", "2", "--every", "3", "--", sys.executable,
+                        "app.py")
+    assert result.returncode == 0, result.stderr
+    # 200x200 launched 7 times: launches 1, 2 (--first) and 5 (then every 3rd) captured,
+    # each standing for 7/3 launches; 400x400 twice, both captured
+    assert "wl_scale: 5 workload recording(s) standing for 9 launch(es)" in result.stdout
+    store = RecordingStore(project / ".r3" / "recordings")
+    weights = sorted((r.inputs["in"].shape, r.weight) for r in store.load_all("wl_scale"))
+    assert weights == [((200, 200), pytest.approx(7 / 3))] * 3 + [((400, 400), 1.0)] * 2
+    assert all(r.workload["origin"].startswith("application: ") and
+               r.workload["origin"].endswith("app.py") for r in store.load_all("wl_scale"))
+    tuned = run(project, "--r3-tune")
+    out = tuned.stdout + tuned.stderr
+    assert tuned.returncode == 0, out
+    assert "no workload recorded" not in out
+    workloads = report(project)["wl_scale[tuned]"]["extra_info"]["workloads"]
+    assert sorted(w["weight"] for w in workloads) == [1.0, 1.0] + [pytest.approx(7 / 3)] * 3
+
+
+def test_record_command_passes_on_the_programs_failure(project: Path):
+    (project / "app.py").write_text(APP_PY)
+    result = record_app(project, "--", sys.executable, "app.py", "3")
+    assert result.returncode == 3
+    assert "exited with status 3" in result.stderr
+    empty = record_app(project, "--", sys.executable, "-c", "pass")
+    assert empty.returncode == 1 and "no launch of a declared kernel" in empty.stderr
+    assert record_app(project).returncode == 2
+
+
+def test_recording_is_off_without_the_environment_variable(project: Path):
+    code = ("import sys, pytest_r3; from pytest_r3.kernel import declaration; "
+            "print(len(declaration._interceptors), 'pytest_r3.record.application' in "
+            "sys.modules, 'numpy' in sys.modules)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_R3_RECORD")}
+    off = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, check=True)
+    assert off.stdout.split() == ["0", "False", "False"]
+    on = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                        env={**env, "PYTEST_R3_RECORD": str(project / ".r3")}, check=True)
+    assert on.stdout.split()[:2] == ["1", "True"]
+
+
+def test_check_threshold_in_pytest_benchmark_syntax_checks_every_workload(project: Path):
+    (project / "test_bench.py").write_text(BENCHMARK_TEST_PY)
+    tuned = run(project, "--r3-tune")
+    assert tuned.returncode == 0, tuned.stdout + tuned.stderr
+    passed = run(project, "--r3-check", "--r3-check-threshold", "median:5%")
+    out = passed.stdout + passed.stderr
+    assert passed.returncode == 0, out
+    assert "workload test_bench.py::test_wl_scale_production [" in out, tuned.stdout
+    # the baseline becomes the row order (same C source: the lock entry still fits) and the
+    # lock names the strided one: clearly slower
+    (project / "wlmod.py").write_text(MODULE_PY.replace("[0, 1]", "[1, 0]"))
+    lock = json.loads((project / "r3.lock").read_text())
+    (entry,) = lock["kernels"]["wl_scale"].values()
+    entry.update(macros={"ORDER": 0})
+    (project / "r3.lock").write_text(json.dumps(lock))
+    failed = run(project, "--r3-check", "--r3-check-threshold", "median:5%")
+    out = failed.stdout + failed.stderr
+    assert failed.returncode == 1, out
+    assert "FAIL: slower" in out
+    assert ("workload test_bench.py::test_wl_scale_production [in(700, 700);out(700, 700);"
+            "n=700]: the locked variant against the baseline: Field 'median' has failed "
+            "PercentageRegressionCheck") in out
+
+
+def test_bad_check_threshold_is_a_usage_error(project: Path):
+    result = run(project, "--r3-check", "--r3-check-threshold", "median:five")
+    assert result.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "--r3-check-threshold: 'median:five' is not a threshold" in result.stderr

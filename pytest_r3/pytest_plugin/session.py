@@ -203,13 +203,15 @@ class TunePlugin:
             if name not in kernels:
                 self._unavailable(name)
                 continue
-            if not self.recorder.store.workloads(name):
+            timed_on = "workloads" if self.recorder.store.workloads(name) else "test inputs"
+            if timed_on == "test inputs":
                 self._say(f"pytest-r3: {name}: no workload recorded, so timing uses the "
                           "oracle tests' (test-sized) inputs; add a benchmark test "
                           "(pytest-benchmark's `benchmark` fixture) or "
                           "@pytest.mark.r3_workload with production-sized inputs, or record "
                           "the application with `pytest-r3 record -- python app.py`")
             row = tune_kernel(kernels[name], tuning, self.lock_path)
+            row.timed_on = row.timed_on or timed_on  # said even when the baseline was kept
             if row.status.startswith("FAILED"):
                 self.failures.append(f"{name}: {row.notes[-1]}")
             self.rows.append(row)
