@@ -151,7 +151,7 @@ def _add_record_command(commands) -> None:
     record.add_argument("--every", type=int, default=0, metavar="K",
                         help="after those, capture every K-th launch of a shape; every launch "
                         "is counted either way (default: 0, none)")
-    options.add_to_argparse(record, ["r3_dir", "r3_record_cap"])
+    options.add_to_argparse(record, ["r3_dir", "r3_workload_cap"])
     record.add_argument("program", nargs=argparse.REMAINDER, metavar="-- COMMAND",
                         help="the program to run, after --")
 
@@ -166,16 +166,16 @@ def _record(args: argparse.Namespace) -> int:
     program = args.program[1:] if args.program[:1] == ["--"] else args.program
     if not program:
         raise R3Error("record needs a command to run: pytest-r3 record -- python app.py")
-    if args.first < 1 or args.every < 0 or args.r3_record_cap <= 0:
+    if args.first < 1 or args.every < 0 or args.r3_workload_cap <= 0:
         raise R3Error("record: --first must be at least 1, --every 0 or more, and "
-                      "--r3-record-cap positive")
+                      "--r3-workload-cap positive")
     r3_dir = Path(args.r3_dir).resolve()
     origin = "application: " + " ".join(program)
     run = uuid.uuid4().hex
     environment = {**os.environ, application.ENV: str(r3_dir),
                    application.ENV_FIRST: str(args.first),
                    application.ENV_EVERY: str(args.every),
-                   application.ENV_CAP: str(args.r3_record_cap),
+                   application.ENV_CAP: str(args.r3_workload_cap),
                    application.ENV_ORIGIN: origin, application.ENV_RUN: run}
     try:
         status = subprocess.call(program, env=environment)

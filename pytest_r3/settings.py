@@ -97,6 +97,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
            ".r3", str, metavar="DIR"),
     Option("r3_record_cap", "size cap per kernel for recordings, in MiB; a representative "
            "subset is kept", 64.0, float, metavar="MIB"),
+    Option("r3_workload_cap", "size cap per kernel for workload recordings (benchmark tests, "
+           "r3_workload tests, `pytest-r3 record`), in MiB; the heaviest are kept", 256.0,
+           float, metavar="MIB"),
     Option("r3_run_timeout", "wall-time limit in seconds for one kernel run during replay",
            10.0, float, metavar="SECONDS"),
     Option("r3_compile_timeout", "wall-time limit in seconds for compiling one candidate "

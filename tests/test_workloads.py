@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -281,3 +282,23 @@ def test_bad_check_threshold_is_a_usage_error(project: Path):
     result = run(project, "--r3-check", "--r3-check-threshold", "median:five")
     assert result.returncode == pytest.ExitCode.USAGE_ERROR
     assert "--r3-check-threshold: 'median:five' is not a threshold" in result.stderr
+
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "example_project"
+
+
+def test_example_app_is_recorded_and_its_launches_time_the_tuning(tmp_path: Path):
+    project = tmp_path / "example_project"
+    shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns(".r3", "r3.lock",
+                                                                    "__pycache__"))
+    recorded = record_app(project, "--", sys.executable, "example_app.py", "5")
+    assert recorded.returncode == 0, recorded.stderr
+    assert "jacobi2d: 1 workload recording(s) standing for 5 launch(es)" in recorded.stdout
+    assert "scaled_add: 1 workload recording(s) standing for 8 launch(es)" in recorded.stdout
+    tuned = run(project, "--r3-tune", "--r3-kernels", "scaled_add", "-o", "r3_budget=3",
+                "-o", "r3_search_pipeline=false", "-o", "r3_workers=1", "-k", "scaled_add")
+    out = tuned.stdout + tuned.stderr
+    assert tuned.returncode == 0, out
+    assert ("pytest-r3: scaled_add: timing on workloads (weighted total): application: "
+            f"{sys.executable} example_app.py 5 x8, "
+            "tests/test_benchmarks.py::test_scaled_add_production x1") in out

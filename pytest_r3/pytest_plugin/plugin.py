@@ -71,7 +71,9 @@ def pytest_configure(config: pytest.Config) -> None:
         cap = int(options.value(config, "r3_record_cap") * 2**20)
         recorder = RecordingPlugin(config, root, cap, oracle_kernels,
                                    controller=where == "controller",
-                                   workload_kernels=workload_kernels)
+                                   workload_kernels=workload_kernels,
+                                   workload_cap=int(options.value(config, "r3_workload_cap")
+                                                    * 2**20))
         config.pluginmanager.register(recorder, "r3-recording")
         if (tune or check) and where != "worker":  # workers record; one process tunes
             from .session import TunePlugin

@@ -33,7 +33,8 @@ from . import distributed
 
 class RecordingPlugin:
     def __init__(self, config: pytest.Config, root: Path, cap_bytes: int,
-                 oracle_kernels, controller: bool = False, workload_kernels=None) -> None:
+                 oracle_kernels, controller: bool = False, workload_kernels=None,
+                 workload_cap: int | None = None) -> None:
         self.config = config
         self.controller = controller  # xdist's: the workers record, this merges
         self.store = RecordingStore(root)
@@ -51,7 +52,7 @@ class RecordingPlugin:
         self._item_oracles: set[str] = set()
         self._item_workloads: dict[str | None, float] = {}
         run = getattr(config, "workerinput", {}).get("testrunuid") or uuid.uuid4().hex
-        self.workloads = WorkloadSampler(run=run, cap_bytes=cap_bytes)
+        self.workloads = WorkloadSampler(run=run, cap_bytes=workload_cap or cap_bytes)
         self.workload_launches: dict[str, int] = defaultdict(int)
         self.workload_tests: dict[str, set[str]] = defaultdict(set)
         self.paused = False
@@ -208,7 +209,7 @@ class RecordingPlugin:
         for name in sorted(set(self.recordings) | set(workloads)):
             kernel = self.kernels[name]
             index = self.store.save(name, self.recordings.get(name, []) + workloads.get(name, []),
-                                    self.cap_bytes)
+                                    self.cap_bytes, self.workloads.cap_bytes)
             spec = KernelSpec.from_kernel(kernel).as_dict()
             write_json_atomic(self.store.kernel_dir(name) / SPEC_FILE, {
                 "spec": spec,
@@ -238,10 +239,14 @@ class RecordingPlugin:
             if name not in self.recordings and name not in self.recorded:
                 write("  no oracle test launched it: not tuned until one does (workloads "
                       "time, oracle tests verify)")
-            over_cap = [d["key"] for d in index["dropped"] if "cap" in d["why"]]
+            over_cap = [d["key"] for d in index["dropped"] if d["why"].startswith("over")]
             if over_cap:
                 write(f"  dropped {len(over_cap)} over the cap of "
                       f"{index['cap_bytes'] / 2**20:.0f} MiB: " + ", ".join(over_cap))
+            heavy = [d["key"] for d in index["dropped"] if d["why"].startswith("workload over")]
+            if heavy:
+                write(f"  dropped {len(heavy)} workload(s) over --r3-workload-cap: "
+                      + ", ".join(heavy))
             if index["weak"]:
                 write(f"  too weak to verify with alone (output equals input): "
                       f"{', '.join(index['weak'])}")

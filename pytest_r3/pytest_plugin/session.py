@@ -203,19 +203,29 @@ class TunePlugin:
             if name not in kernels:
                 self._unavailable(name)
                 continue
-            timed_on = "workloads" if self.recorder.store.workloads(name) else "test inputs"
-            if timed_on == "test inputs":
-                self._say(f"pytest-r3: {name}: no workload recorded, so timing uses the "
-                          "oracle tests' (test-sized) inputs; add a benchmark test "
-                          "(pytest-benchmark's `benchmark` fixture) or "
-                          "@pytest.mark.r3_workload with production-sized inputs, or record "
-                          "the application with `pytest-r3 record -- python app.py`")
+            timed_on = self._say_what_times(name)
             row = tune_kernel(kernels[name], tuning, self.lock_path)
             row.timed_on = row.timed_on or timed_on  # said even when the baseline was kept
             if row.status.startswith("FAILED"):
                 self.failures.append(f"{name}: {row.notes[-1]}")
             self.rows.append(row)
         write_reports(self.r3_dir, self.rows)
+
+    def _say_what_times(self, name: str) -> str:
+        """One line: the workloads candidates of ``name`` are timed on, or that there are
+        none and timing uses the oracle tests' inputs; "workloads" or "test inputs"."""
+        origins: dict[str, float] = {}
+        for workload in self.recorder.store.workload_metadata(name).values():
+            origins[workload["origin"]] = origins.get(workload["origin"], 0) + workload["weight"]
+        if origins:
+            self._say(f"pytest-r3: {name}: timing on workloads (weighted total): " + ", ".join(
+                f"{origin} x{weight:g}" for origin, weight in sorted(origins.items())))
+            return "workloads"
+        self._say(f"pytest-r3: {name}: no workload recorded, so timing uses the oracle tests' "
+                  "(test-sized) inputs; add a benchmark test (pytest-benchmark's `benchmark` "
+                  "fixture) or @pytest.mark.r3_workload with production-sized inputs, or "
+                  "record the application with `pytest-r3 record -- python app.py`")
+        return "test inputs"
 
     def _check_all(self, session: pytest.Session) -> None:
         from ..tuning.check import check_kernel

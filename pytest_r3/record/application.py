@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..errors import R3Error
 from ..outputs import write_json_atomic
-from .store import DEFAULT_CAP_BYTES, SPEC_FILE, CorruptRecording, RecordingStore
+from .store import DEFAULT_WORKLOAD_CAP_BYTES, SPEC_FILE, CorruptRecording, RecordingStore
 from .workloads import DEFAULT_EVERY, DEFAULT_FIRST, WorkloadSampler
 
 ENV = "PYTEST_R3_RECORD"              # the r3 folder; recordings go to <it>/recordings
@@ -52,7 +52,8 @@ class ApplicationRecorder:
         self.saved = True
         indexes = {}
         for name, recordings in sorted(self.sampler.recordings().items()):
-            indexes[name] = self.store.save(name, recordings, self.sampler.cap_bytes)
+            indexes[name] = self.store.save(name, recordings, self.sampler.cap_bytes,
+                                            self.sampler.cap_bytes)
             self._write_spec(name, self.sampler.kernels[name])
         return indexes
 
@@ -106,7 +107,7 @@ def from_environment(environ, spec_of: Callable[[object], dict]) -> ApplicationR
     sampler = WorkloadSampler(
         run=run, first=_number(environ, ENV_FIRST, DEFAULT_FIRST),
         every=_number(environ, ENV_EVERY, DEFAULT_EVERY),
-        cap_bytes=int(_number(environ, ENV_CAP, DEFAULT_CAP_BYTES / 2**20, float) * 2**20))
+        cap_bytes=int(_number(environ, ENV_CAP, DEFAULT_WORKLOAD_CAP_BYTES / 2**20, float) * 2**20))
     return ApplicationRecorder(r3_dir, origin, sampler, spec_of)
 
 

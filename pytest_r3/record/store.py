@@ -40,6 +40,7 @@ from ..errors import CorruptStateWarning, R3Error
 from ..outputs import file_lock, write_bytes_atomic, write_json_atomic
 
 DEFAULT_CAP_BYTES = 64 * 1024 * 1024
+DEFAULT_WORKLOAD_CAP_BYTES = 256 * 1024 * 1024  # production-sized launches are larger
 INDEX_FILE = "index.json"
 SPEC_FILE = "kernel.json"  # the kernel's spec beside its recordings (see plugin_record)
 
@@ -366,8 +367,9 @@ class RecordingStore:
         return {key: float(weight) for key, weight in workloads.items()
                 if key in index.get("kept", ())}
 
-    def workloads_of(self, kernel: str, origin: str, run: str) -> dict[str, float]:
-        """The workloads one recording session saved: key -> weight (metadata only)."""
+    def workload_metadata(self, kernel: str) -> dict[str, dict]:
+        """Each kept workload's ``workload`` metadata (weight, origin, run), by key; read
+        from the metadata files only (the arrays stay on disk)."""
         found = {}
         for key in self.workloads(kernel):
             try:
@@ -375,9 +377,14 @@ class RecordingStore:
                 workload = _workload_of(meta.get("workload"))
             except (CorruptRecording, ValueError, AttributeError):
                 continue
-            if workload and workload["origin"] == origin and workload["run"] == run:
-                found[key] = workload["weight"]
+            if workload:
+                found[key] = workload
         return found
+
+    def workloads_of(self, kernel: str, origin: str, run: str) -> dict[str, float]:
+        """The workloads one recording session saved: key -> weight."""
+        return {key: w["weight"] for key, w in self.workload_metadata(kernel).items()
+                if w["origin"] == origin and w["run"] == run}
 
     def kernels(self) -> list[str]:
         if not self.root.is_dir():
@@ -438,7 +445,8 @@ class RecordingStore:
             raise CorruptRecording(path, "not a kernel spec (no \"spec\" object)")
         return data
 
-    def save(self, kernel: str, recordings: Iterable[Recording], cap_bytes: int) -> dict:
+    def save(self, kernel: str, recordings: Iterable[Recording], cap_bytes: int,
+             workload_cap_bytes: int | None = None) -> dict:
         """Keep a representative subset under ``cap_bytes``; write it and an index of choices.
 
         Recordings already on disk for this kernel are merged in (by key), so recording
@@ -447,13 +455,16 @@ class RecordingStore:
         version of the kernel source are dropped (their outputs are no longer the answer).
         Workloads merge by origin: a new recording session of a test or command replaces
         what that origin recorded before, and saves of one session (an application's child
-        processes) add up. Oracle recordings and workloads are each kept under ``cap_bytes``.
+        processes) add up. Oracle recordings are kept under ``cap_bytes``, workloads under
+        ``workload_cap_bytes`` (default: the same).
         """
         recordings = list(recordings)
         with file_lock(self.kernel_dir(kernel) / INDEX_FILE):
-            return self._save(kernel, recordings, cap_bytes)
+            return self._save(kernel, recordings, cap_bytes,
+                              cap_bytes if workload_cap_bytes is None else workload_cap_bytes)
 
-    def _save(self, kernel: str, recordings: list[Recording], cap_bytes: int) -> dict:
+    def _save(self, kernel: str, recordings: list[Recording], cap_bytes: int,
+              workload_cap_bytes: int) -> dict:
         current = {r.source_hash for r in recordings if r.source_hash}
         merged: dict[str, Recording] = {}
         stale: list[tuple[Recording, str]] = []
@@ -483,7 +494,7 @@ class RecordingStore:
         oracle_kept, dropped = select([r for r in merged.values() if not r.is_workload],
                                       cap_bytes)
         workloads_kept, workloads_dropped = select_workloads(
-            [r for r in merged.values() if r.is_workload], cap_bytes)
+            [r for r in merged.values() if r.is_workload], workload_cap_bytes)
         kept, dropped = oracle_kept + workloads_kept, dropped + workloads_dropped
         kept_keys = {r.key for r in kept}
         # a stale recording with the same inputs as a new one was replaced, not dropped
