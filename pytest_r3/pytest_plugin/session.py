@@ -129,6 +129,7 @@ class TunePlugin:
                 write(f"    {note}")
         if self.mode == "tune" and self.rows:
             write(f"lock file: {self.lock_path}")
+        if self.rows or self.mode == "check":
             write(f"reports: {self.r3_dir / 'report.md'}, report.json, report.html")
         for failure in self.failures:
             write(f"FAILED {failure}", red=True)
@@ -253,6 +254,7 @@ class TunePlugin:
         if not self.rows:
             self._say(f"pytest-r3: {self.lock_path} has no entry for this machine's target(s) "
                       f"{', '.join(sorted(set(targets.values()))) or '-'}: nothing to check")
+        write_reports(self.r3_dir, self.rows, "check")  # report.md: for the pull request
 
     def _declarations(self, names: list[str]) -> dict:
         """The kernel objects named ``names`` that are declared here (on the xdist controller:

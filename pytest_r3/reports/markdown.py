@@ -12,9 +12,9 @@ def _us(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1e6:,.1f} us"
 
 
-def render(rows: list[KernelReport]) -> str:
+def render(rows: list[KernelReport], kind: str = "tuning") -> str:
     lines = [
-        "## pytest-r3 tuning report",
+        f"## pytest-r3 {kind} report",
         "",
         "| kernel | target | status | baseline | tuned | speedup (IQR) | evaluations | changes |",
         "|---|---|---|---:|---:|---:|---:|---|",
@@ -61,5 +61,5 @@ def render(rows: list[KernelReport]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(path: Path, rows: list[KernelReport]) -> Path:
-    return write_text_atomic(path, render(rows))
+def write(path: Path, rows: list[KernelReport], kind: str = "tuning") -> Path:
+    return write_text_atomic(path, render(rows, kind))
