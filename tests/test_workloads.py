@@ -12,6 +12,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pytest_r3.record.store import RecordingStore
@@ -305,3 +306,78 @@ def test_example_app_is_recorded_and_its_launches_time_the_tuning(tmp_path: Path
     assert ("pytest-r3: scaled_add: timing on workloads (weighted total): application: "
             f"{sys.executable} example_app.py 5 x8, "
             "tests/test_benchmarks.py::test_scaled_add_production x1") in out
+
+
+def _recording(value: float, workload: dict | None = None):
+    from pytest_r3.record.store import Recording
+
+    x = np.full(16, value, dtype=np.float32)
+    params = [{"name": "n", "dtype": "int64", "is_pointer": False, "written": False,
+               "ctype": "long"},
+              {"name": "x", "dtype": "float32", "is_pointer": True, "written": True,
+               "ctype": "float *"}]
+    return Recording("k", params, {"n": 16}, {"x": x}, {"x": x * 2}, None, ["t"], "h",
+                     workload=workload)
+
+
+def test_store_keeps_workloads_apart_and_merges_them_by_origin(tmp_path: Path):
+    store = RecordingStore(tmp_path)
+    oracle = _recording(1.0)
+    store.save("k", [oracle, _recording(1.0, {"weight": 3.0, "origin": "app", "run": "r1"})],
+               2**20)
+    # the same launch as an oracle's and as a workload: two recordings, one of each role
+    assert sorted(r.is_workload for r in store.load_all("k")) == [False, True]
+    assert store.workloads("k") == {_recording(1.0, {"weight": 1, "origin": "app",
+                                                     "run": "r1"}).key: 3.0}
+    # another process of the same session: its launches add up
+    store.save("k", [_recording(1.0, {"weight": 2.0, "origin": "app", "run": "r1"})], 2**20)
+    assert list(store.workloads("k").values()) == [5.0]
+    # the same origin recorded again: it replaces what that origin recorded before
+    store.save("k", [_recording(7.0, {"weight": 1.0, "origin": "app", "run": "r2"})], 2**20)
+    (kept,) = [r for r in store.load_all("k") if r.is_workload]
+    assert kept.inputs["x"][0] == 7.0 and kept.weight == 1.0
+    assert len(list(tmp_path.glob("k/*.npz"))) == 2  # the replaced files are gone
+    # an oracle save of a test run leaves the workloads alone
+    store.save("k", [oracle], 2**20)
+    assert list(store.workloads("k").values()) == [1.0]
+    assert [r.key for r in store.load_all("k") if not r.is_workload] == [oracle.key]
+
+
+def test_workloads_over_their_cap_drop_the_lightest(tmp_path: Path):
+    store = RecordingStore(tmp_path)
+    heavy = _recording(1.0, {"weight": 9.0, "origin": "a", "run": "r"})
+    light = _recording(2.0, {"weight": 1.0, "origin": "b", "run": "r"})
+    index = store.save("k", [light, heavy], 2**20, workload_cap_bytes=heavy.nbytes)
+    assert index["workloads"] == {heavy.key: 9.0}
+    assert [d["key"] for d in index["dropped"]] == [light.key]
+
+
+def test_malformed_workload_metadata_is_named(tmp_path: Path):
+    from pytest_r3.record.store import CorruptRecording
+
+    store = RecordingStore(tmp_path)
+    recording = _recording(1.0, {"weight": 1.0, "origin": "a", "run": "r"})
+    store.write(recording)
+    meta_path = tmp_path / "k" / f"{recording.key}.json"
+    meta = json.loads(meta_path.read_text())
+    meta["workload"]["weight"] = -1
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(CorruptRecording, match="workload weight -1.0 is not positive"):
+        store.read("k", recording.key)
+
+
+def test_the_worker_must_send_one_figure_per_timed_case():
+    from pytest_r3.replay.client import checked_timing
+    from pytest_r3.replay.process import WorkerDied
+
+    case = {"weight": 2.0, "baseline_median": 2e-3, "candidate_median": 1e-3, "speedup": 2.0,
+            "baseline_samples": [2e-3], "candidate_samples": [1e-3]}
+    timing = {"baseline_median": 4e-3, "candidate_median": 2e-3, "speedup": 2.0,
+              "speedup_q1": 2.0, "speedup_q3": 2.0, "baseline_samples": [4e-3],
+              "candidate_samples": [2e-3], "rounds": 1, "repeats": [1],
+              "within_noise": False, "cases": [case]}
+    assert checked_timing(timing, [2.0])["cases"][0]["speedup"] == 2.0
+    with pytest.raises(WorkerDied):  # figures for other weights than the judge sent
+        checked_timing(timing, [1.0])
+    with pytest.raises(WorkerDied):
+        checked_timing({**timing, "cases": [{**case, "speedup": -1.0}]}, [2.0])
