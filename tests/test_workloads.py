@@ -381,3 +381,16 @@ def test_the_worker_must_send_one_figure_per_timed_case():
         checked_timing(timing, [1.0])
     with pytest.raises(WorkerDied):
         checked_timing({**timing, "cases": [{**case, "speedup": -1.0}]}, [2.0])
+
+
+def test_workloads_under_xdist(project: Path):
+    pytest.importorskip("xdist")
+    (project / "test_bench.py").write_text(BENCHMARK_TEST_PY)
+    (project / "test_marked.py").write_text(MARKED_TEST_PY)
+    result = run(project, "-n", "2", "--r3-record")
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    assert "workloads: 4 launch(es) in 3 benchmark/r3_workload test(s)" in out, out
+    weights = sorted(RecordingStore(project / ".r3" / "recordings").workloads("wl_scale")
+                     .values())
+    assert weights == [1.0, 1.0, 10.0]
