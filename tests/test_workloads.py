@@ -394,3 +394,17 @@ def test_workloads_under_xdist(project: Path):
     weights = sorted(RecordingStore(project / ".r3" / "recordings").workloads("wl_scale")
                      .values())
     assert weights == [1.0, 1.0, 10.0]
+
+
+def test_a_large_speedup_with_a_wide_spread_is_not_noise():
+    """Production-sized launches of a cache-bound baseline spread widely (1.2 ms in one
+    round, 13 ms in the next): a 15x median whose quartiles are 5x and 40x is no noise, and
+    was called noise when the spread was compared with the distance from 1 in ratio units."""
+    from pytest_r3.replay.timing import within_noise
+
+    assert not within_noise(5.0, 15.0, 40.0)
+    assert not within_noise(1.03, 1.05, 1.07)       # narrow, above the floor
+    assert within_noise(0.98, 1.10, 1.30)           # the spread reaches 1
+    assert within_noise(0.99, 1.01, 1.02)           # under the 2% floor
+    assert not within_noise(1.01, 1.03, 1.05)       # as before: beyond half the spread
+    assert not within_noise(0.2, 0.3, 0.5)          # clearly slower is no noise either

@@ -22,6 +22,15 @@ def _settled(base_times: list[float], cand_times: list[float]) -> bool:
     return (q3 - q1) / 2 < NOISE_FLOOR / 2 * median
 
 
+def within_noise(q1: float, median: float, q3: float) -> bool:
+    """Whether a ratio is no clear difference: within the larger of half its interquartile
+    range and the floor of 1, unless the whole interquartile range lies beyond the floor
+    (a 15x median with quartiles 5x and 40x is a speedup, however wide its spread)."""
+    noise = max((q3 - q1) / 2, NOISE_FLOOR)
+    beyond = q1 > 1.0 + NOISE_FLOOR or q3 < 1.0 - NOISE_FLOOR
+    return abs(median - 1.0) <= noise and not beyond
+
+
 def interleaved_speedup(backend, baseline, candidate, base_args: list, cand_args: list,
                         settings, weights: list[float] | None = None) -> dict:
     """Median times and the baseline/candidate ratio with its interquartile range.
@@ -71,7 +80,6 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list, cand_args
     cand = np.array(cand_times)
     ratios = base / cand
     q1, median, q3 = (float(x) for x in np.percentile(ratios, [25, 50, 75]))
-    noise = max((q3 - q1) / 2, NOISE_FLOOR)
     return {
         "baseline_median": float(np.median(base)),
         "candidate_median": float(np.median(cand)),
@@ -80,7 +88,7 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list, cand_args
         "speedup_q3": q3,
         "rounds": len(ratios),
         "repeats": repeats,
-        "within_noise": abs(median - 1.0) <= noise,
+        "within_noise": within_noise(q1, median, q3),
         "baseline_samples": [float(x) for x in base],
         "candidate_samples": [float(x) for x in cand],
         "cases": [_one_case(b, c, weight) for (b, c), weight in zip(per_case, weights,
