@@ -110,8 +110,10 @@ def _list(r3_dir: Path) -> int:
         for recording in store.load_all(kernel):  # unreadable ones: skipped, named
             meta = recording.metadata()
             shapes = ", ".join(f"{n}{tuple(a['shape'])}" for n, a in meta["arrays"].items())
+            role = f"  [workload x{recording.weight:g}]" if recording.is_workload else ""
             print(f"  {recording.key}  {meta['nbytes'] / 1024:9.1f} KiB  {shapes}"
-                  f"{'  [weak]' if recording.key in weak else ''}  {', '.join(meta['tests'])}")
+                  f"{'  [weak]' if recording.key in weak else ''}{role}  "
+                  f"{', '.join(meta['tests'])}")
     return OK
 
 

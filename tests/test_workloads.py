@@ -222,6 +222,9 @@ def test_record_command_samples_the_application_and_tuning_times_on_it(project: 
     store = RecordingStore(project / ".r3" / "recordings")
     weights = sorted((r.inputs["in"].shape, r.weight) for r in store.load_all("wl_scale"))
     assert weights == [((200, 200), pytest.approx(7 / 3))] * 3 + [((400, 400), 1.0)] * 2
+    listing = subprocess.run([sys.executable, "-m", "pytest_r3.cli", "recordings"],
+                             cwd=project, capture_output=True, text=True, timeout=60)
+    assert listing.stdout.count("[workload x1]") == 2, listing.stdout
     assert all(r.workload["origin"].startswith("application: ") and
                r.workload["origin"].endswith("app.py") for r in store.load_all("wl_scale"))
     tuned = run(project, "--r3-tune")
