@@ -419,3 +419,20 @@ def test_a_large_speedup_with_a_wide_spread_is_not_noise():
     assert within_noise(0.99, 1.01, 1.02)           # under the 2% floor
     assert not within_noise(1.01, 1.03, 1.05)       # as before: beyond half the spread
     assert not within_noise(0.2, 0.3, 0.5)          # clearly slower is no noise either
+
+
+def test_an_entry_timed_on_other_inputs_is_replaced_not_compared(tmp_path: Path):
+    """A lock entry's speedup measured on test-sized inputs says nothing about one measured
+    on workloads: once workloads exist, the new entry replaces it even with a lower one."""
+    from pytest_r3.kernel.lock import LockFile, merge_entry
+
+    lock = LockFile(tmp_path / "r3.lock")
+    old = {"source_hash": "s", "macros": {"T": 8}, "pipeline": {}, "speedup": 5.0,
+           "evaluations": 10}
+    merge_entry(lock, "k", "cpu", old)
+    new = {**old, "macros": {"T": 32}, "speedup": 2.0, "timed_on": "workloads 1234"}
+    decision = merge_entry(lock, "k", "cpu", new)
+    assert decision.action == "replaced" and "timed on other inputs" in decision.reason
+    assert lock.entry("k", "cpu")["macros"] == {"T": 32}
+    # the same inputs again: compared as before, the better entry stays
+    assert merge_entry(lock, "k", "cpu", {**new, "speedup": 1.5}).action == "kept"
