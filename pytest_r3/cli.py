@@ -1,8 +1,10 @@
-"""``pytest-r3``: work outside a test run: list recordings, replay a variant, build a kernel.
+"""``pytest-r3``: work outside a test run: list recordings, replay a variant, build a kernel,
+record an application's launches.
 
 Exit status: 0 when the command did its work (``replay``: the variant passed; ``build``: it
 compiled, and ptxas accepted it where installed), 1 only when ``replay`` rejected the variant,
-``build`` could not compile it (or ``recordings`` found none), 2 for a usage error, a state
+``build`` could not compile it (or ``recordings`` or ``record`` found none; ``record`` passes
+on a failing command's own status), 2 for a usage error, a state
 that cannot be used, or any other error (one line on stderr, never a traceback unless
 ``PYTEST_R3_DEBUG=1``), 130 when interrupted.
 """
@@ -72,6 +74,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="GPU architecture of a CUDA kernel, e.g. sm_90 (default: "
                        "$PYTEST_R3_CUDA_ARCH, the GPU's, else sm_80)")
     build.add_argument("--json", action="store_true", help="print the result as JSON")
+    _add_record_command(commands)
     return parser
 
 
@@ -95,13 +98,13 @@ def main(argv: list[str] | None = None) -> int:
             return _list(Path(args.r3_dir))
         if args.command == "build":
             return _build(args)
+        if args.command == "record":
+            return _record(args)
         return _replay(args)
-    except CompileError as exc:
-        if args.command != "build":
-            raise
-        print(f"pytest-r3: {_one_paragraph(exc)}", file=sys.stderr)
-        return REJECTED
     except R3Error as exc:
+        if isinstance(exc, CompileError) and args.command == "build":  # its verdict
+            print(f"pytest-r3: {_one_paragraph(exc)}", file=sys.stderr)
+            return REJECTED
         print(f"pytest-r3: {' '.join(str(exc).split())}", file=sys.stderr)
         return ERROR
     except KeyboardInterrupt:
@@ -133,8 +136,10 @@ def _list(r3_dir: Path) -> int:
         for recording in store.load_all(kernel):  # unreadable ones: skipped, named
             meta = recording.metadata()
             shapes = ", ".join(f"{n}{tuple(a['shape'])}" for n, a in meta["arrays"].items())
+            role = f"  [workload x{recording.weight:g}]" if recording.is_workload else ""
             print(f"  {recording.key}  {meta['nbytes'] / 1024:9.1f} KiB  {shapes}"
-                  f"{'  [weak]' if recording.key in weak else ''}  {', '.join(meta['tests'])}")
+                  f"{'  [weak]' if recording.key in weak else ''}{role}  "
+                  f"{', '.join(meta['tests'])}")
     return OK
 
 
@@ -247,6 +252,63 @@ def _build(args: argparse.Namespace) -> int:
         print(json.dumps(result.as_dict(), indent=2))
     else:
         print("\n".join(result.lines(relative_to=Path.cwd())))
+    return OK
+
+
+# -- pytest-r3 record -- COMMAND ...: the application's launches as timing workloads --------
+def _add_record_command(commands) -> None:
+    record = commands.add_parser(
+        "record", help="run a command and record the launches of declared kernels in it as "
+        "timing workloads (pytest-r3 record -- python app.py)")
+    record.add_argument("--first", type=int, default=1, metavar="N",
+                        help="launches captured per distinct shape (default: 1)")
+    record.add_argument("--every", type=int, default=0, metavar="K",
+                        help="after those, capture every K-th launch of a shape; every launch "
+                        "is counted either way (default: 0, none)")
+    options.add_to_argparse(record, ["r3_dir", "r3_workload_cap"])
+    record.add_argument("program", nargs=argparse.REMAINDER, metavar="-- COMMAND",
+                        help="the program to run, after --")
+
+
+def _record(args: argparse.Namespace) -> int:
+    import subprocess
+    import uuid
+
+    from .record import application
+    from .record.store import RecordingStore
+
+    program = args.program[1:] if args.program[:1] == ["--"] else args.program
+    if not program:
+        raise R3Error("record needs a command to run: pytest-r3 record -- python app.py")
+    if args.first < 1 or args.every < 0 or args.r3_workload_cap <= 0:
+        raise R3Error("record: --first must be at least 1, --every 0 or more, and "
+                      "--r3-workload-cap positive")
+    r3_dir = Path(args.r3_dir).resolve()
+    origin = "application: " + " ".join(program)
+    run = uuid.uuid4().hex
+    environment = {**os.environ, application.ENV: str(r3_dir),
+                   application.ENV_FIRST: str(args.first),
+                   application.ENV_EVERY: str(args.every),
+                   application.ENV_CAP: str(args.r3_workload_cap),
+                   application.ENV_ORIGIN: origin, application.ENV_RUN: run}
+    try:
+        status = subprocess.call(program, env=environment)
+    except OSError as exc:
+        raise R3Error(f"record: cannot run {program[0]!r}: {exc.strerror or exc}") from None
+    store = RecordingStore(r3_dir / "recordings")
+    recorded = {kernel: found for kernel in store.kernels()
+                if (found := store.workloads_of(kernel, origin, run))}
+    for kernel, weights in sorted(recorded.items()):
+        print(f"{kernel}: {len(weights)} workload recording(s) standing for "
+              f"{sum(weights.values()):g} launch(es)")
+    if status != 0:
+        print(f"pytest-r3: the command exited with status {status}", file=sys.stderr)
+        return status
+    if not recorded:
+        print(f"pytest-r3: no launch of a declared kernel was recorded (does {program[0]!r} "
+              "import pytest_r3 and call its kernels?)", file=sys.stderr)
+        return REJECTED
+    print(f"stored under {store.root}; `pytest --r3-tune` times candidates on them")
     return OK
 
 

@@ -61,8 +61,10 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     Option("r3_retune", "replace each kernel's r3.lock entry with this run's result, even one "
            "measured with a smaller budget or finding nothing (by default a weaker run keeps "
            "the committed entry)", False, _flag, is_flag=True),
-    Option("r3_check_threshold", "percent slowdown against the baseline at which "
-           "--r3-check fails", 5.0, float, metavar="PERCENT"),
+    Option("r3_check_threshold", "slowdown against the baseline at which --r3-check fails, "
+           "on the weighted total and on every workload: a percent (5), or pytest-benchmark's "
+           "--benchmark-compare-fail syntax (median:5%%, mean:0.001 in seconds); "
+           "comma-separated for several", "5", str, metavar="THRESHOLD"),
     Option("r3_llm_model", "chat model for source rewrites; none: tune settings only", "",
            str, metavar="MODEL"),
     Option("r3_llm_base_url", "OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 "
@@ -101,6 +103,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
            ".r3", str, metavar="DIR"),
     Option("r3_record_cap", "size cap per kernel for recordings, in MiB; a representative "
            "subset is kept", 64.0, float, metavar="MIB"),
+    Option("r3_workload_cap", "size cap per kernel for workload recordings (benchmark tests, "
+           "r3_workload tests, `pytest-r3 record`), in MiB; the heaviest are kept", 256.0,
+           float, metavar="MIB"),
     Option("r3_run_timeout", "wall-time limit in seconds for one kernel run during replay",
            10.0, float, metavar="SECONDS"),
     Option("r3_compile_timeout", "wall-time limit in seconds for compiling one candidate "

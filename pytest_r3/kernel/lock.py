@@ -277,6 +277,9 @@ class LockDecision:
         return self.action in ("written", "replaced", "removed")
 
 
+TEST_INPUTS = "test inputs"  # what an entry without ``timed_on`` was timed on
+
+
 def _number(entry: dict, field: str, default: float) -> float:
     value = entry.get(field)
     return float(value) if isinstance(value, _NUMBERS) and not isinstance(value, bool) \
@@ -312,7 +315,9 @@ def merge_entry(lock: LockFile, kernel: str, target: str, entry: dict | None, *,
     2. No entry, or a stale one (made for another source or other CPU features): this run's
        outcome is the entry (None removes the stale one: it could not be used anyway).
     3. A run without a result (``entry`` None) never deletes a current entry.
-    4. A current entry is replaced only by one measured with at least as many
+    4. A current entry timed on other inputs (``timed_on``: "test inputs", the default,
+       or which workloads) is replaced: speedups on different inputs do not compare.
+    5. A current entry is replaced only by one measured with at least as many
        ``evaluations`` (the budget that produced it) and at least its ``speedup``; so of
        two runs with the same budget the better measured entry wins, in any order. A
        missing ``evaluations`` counts as 0, a missing ``speedup`` as 0.
@@ -353,6 +358,9 @@ def merge_entry(lock: LockFile, kernel: str, target: str, entry: dict | None, *,
     if entry is None:
         return LockDecision("kept", f"kept the committed entry ({_describe(current)}): this "
                             "run found nothing better; use --r3-retune to drop it", current)
+    if current.get("timed_on", TEST_INPUTS) != entry.get("timed_on", TEST_INPUTS):
+        return put("replaced", f"replaces the committed entry ({_describe(current)}), timed "
+                               f"on other inputs ({current.get('timed_on', TEST_INPUTS)})")
     old_runs, new_runs = _number(current, "evaluations", 0), _number(entry, "evaluations", 0)
     if new_runs < old_runs:
         return LockDecision("kept", f"kept the committed entry ({_describe(current)}): this "

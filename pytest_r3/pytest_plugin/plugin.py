@@ -18,6 +18,8 @@ from . import distributed
 from .oracle_run import ENV as ORACLE_RUN_ENV
 
 ORACLE_MARKER = "r3_oracle"
+WORKLOAD_MARKER = "r3_workload"
+BENCHMARK_FIXTURE = "benchmark"  # pytest-benchmark's: its tests time what users run
 registry_snapshot_key = pytest.StashKey[dict]()
 oracles_key = pytest.StashKey[dict]()
 
@@ -32,6 +34,14 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{ORACLE_MARKER}(*kernels): the test is a reference (oracle) test of the given "
         "kernels, given as kernel objects or names; a tuned variant is accepted only if "
         f"it passes. Example: @pytest.mark.{ORACLE_MARKER}(saxpy)",
+    )
+    config.addinivalue_line(
+        "markers",
+        f"{WORKLOAD_MARKER}(*kernels, weight=1): the test launches the given kernels at the "
+        "sizes users run; --r3-tune times candidates on these launches (each counting "
+        "`weight` times) instead of the oracle tests' inputs. Tests using pytest-benchmark's "
+        f"`benchmark` fixture are workloads too. Example: @pytest.mark.{WORKLOAD_MARKER}"
+        "(saxpy, weight=10)",
     )
     config.stash[registry_snapshot_key] = declaration.snapshot_registry()
     request = os.environ.pop(ORACLE_RUN_ENV, None)  # popped: the tests' own children skip it
@@ -55,10 +65,16 @@ def pytest_configure(config: pytest.Config) -> None:
         from .recording import RecordingPlugin
 
         declaration.use_lock_file(False)  # record what the baseline does
+        # benchmarked functions run once: timings taken while launches are copied mean
+        # nothing, and the launch counts that weigh workloads are then per test
+        config.option.benchmark_disable, config.option.benchmark_enable = True, False
         root = r3_dir(config) / "recordings"
         cap = int(options.value(config, "r3_record_cap") * 2**20)
         recorder = RecordingPlugin(config, root, cap, oracle_kernels,
-                                   controller=where == "controller")
+                                   controller=where == "controller",
+                                   workload_kernels=workload_kernels,
+                                   workload_cap=int(options.value(config, "r3_workload_cap")
+                                                    * 2**20))
         config.pluginmanager.register(recorder, "r3-recording")
         if (tune or check) and where != "worker":  # workers record; one process tunes
             from .session import TunePlugin
@@ -100,9 +116,37 @@ def oracle_kernels(item: pytest.Item) -> list[str]:
     return names
 
 
+def workload_kernels(item: pytest.Item) -> dict[str | None, float]:
+    """The kernels ``item`` times, with the weight of each launch: ``{None: 1.0}`` (any
+    kernel) for a test using the ``benchmark`` fixture, plus those its ``r3_workload``
+    markers name; {} for any other test."""
+    found: dict[str | None, float] = {}
+    if BENCHMARK_FIXTURE in getattr(item, "fixturenames", ()):
+        found[None] = 1.0
+    for marker in item.iter_markers(WORKLOAD_MARKER):
+        weight = marker.kwargs.get("weight", 1.0)
+        if set(marker.kwargs) - {"weight"} or not marker.args or isinstance(weight, bool) \
+                or not isinstance(weight, (int, float)) or not weight > 0:
+            given = ", ".join([*map(repr, marker.args),
+                               *(f"{k}={v!r}" for k, v in marker.kwargs.items())])
+            raise pytest.UsageError(
+                f"{item.nodeid}: @pytest.mark.{WORKLOAD_MARKER}({given}) is not valid; write "
+                f"@pytest.mark.{WORKLOAD_MARKER}(my_kernel) or @pytest.mark.{WORKLOAD_MARKER}"
+                "(my_kernel, weight=10) (a positive number)")
+        for target in marker.args:
+            try:
+                found[declaration.lookup(target).name] = float(weight)
+            except DeclarationError as exc:
+                raise pytest.UsageError(
+                    f"{item.nodeid}: @pytest.mark.{WORKLOAD_MARKER}({target!r}): {exc}"
+                ) from None
+    return found
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     oracles: dict[str, list[str]] = {}
     for item in items:
+        workload_kernels(item)  # a bad r3_workload marker: a usage error before tests run
         for name in oracle_kernels(item):
             oracles.setdefault(name, []).append(item.nodeid)
     config.stash[oracles_key] = oracles

@@ -4,6 +4,10 @@ A kernel with tests marked ``r3_oracle`` is recorded only inside those; a kernel
 marked test is recorded inside any test that launches it (observed). At the end of the
 session the recordings go to ``<r3-dir>/recordings/<kernel>/`` with the kernel's spec.
 
+Launches inside a test that uses pytest-benchmark's ``benchmark`` fixture, or is marked
+``r3_workload(kernel, weight=...)``, are timing workloads instead (sampled and weighted by
+:mod:`..record.workloads`); such tests are no oracle of the kernels they time.
+
 Under pytest-xdist each worker records and saves its own launches (the store merges them
 under a file lock) and sends the controller a summary (:meth:`RecordingPlugin.export`);
 the controller merges the summaries (:meth:`RecordingPlugin.merge`) and prints the
@@ -13,6 +17,7 @@ recordings once (see :mod:`.distributed`).
 from __future__ import annotations
 
 import sys
+import uuid
 from collections import defaultdict
 from pathlib import Path
 
@@ -22,17 +27,20 @@ from ..errors import R3Error
 from ..kernel import declaration
 from ..outputs import write_json_atomic
 from ..record.store import SPEC_FILE, CorruptRecording, Recording, RecordingStore, capture
+from ..record.workloads import WorkloadSampler
 from . import distributed
 
 
 class RecordingPlugin:
     def __init__(self, config: pytest.Config, root: Path, cap_bytes: int,
-                 oracle_kernels, controller: bool = False) -> None:
+                 oracle_kernels, controller: bool = False, workload_kernels=None,
+                 workload_cap: int | None = None) -> None:
         self.config = config
         self.controller = controller  # xdist's: the workers record, this merges
         self.store = RecordingStore(root)
         self.cap_bytes = cap_bytes
         self._oracle_kernels = oracle_kernels
+        self._workload_kernels = workload_kernels or (lambda item: {})
         self.marked: dict[str, list[str]] = {}
         self.observed: dict[str, set[str]] = defaultdict(set)
         self.recordings: dict[str, list[Recording]] = defaultdict(list)
@@ -42,6 +50,11 @@ class RecordingPlugin:
         self.ran: set[str] = set()  # test ids that ran (marked ones may be deselected)
         self._item: pytest.Item | None = None
         self._item_oracles: set[str] = set()
+        self._item_workloads: dict[str | None, float] = {}
+        run = getattr(config, "workerinput", {}).get("testrunuid") or uuid.uuid4().hex
+        self.workloads = WorkloadSampler(run=run, cap_bytes=workload_cap or cap_bytes)
+        self.workload_launches: dict[str, int] = defaultdict(int)
+        self.workload_tests: dict[str, set[str]] = defaultdict(set)
         self.paused = False
         self.saved = False
         # on the xdist controller: the kernels the workers recorded, where each kernel is
@@ -60,6 +73,7 @@ class RecordingPlugin:
     def pytest_runtest_call(self, item: pytest.Item):
         self._item = item
         self._item_oracles = set(self._oracle_kernels(item))
+        self._item_workloads = self._workload_kernels(item)
         self.ran.add(item.nodeid)
         declaration.add_interceptor(self._intercept)
         try:
@@ -72,6 +86,11 @@ class RecordingPlugin:
         if self.paused:
             return proceed()
         nodeid = self._item.nodeid if self._item is not None else "<outside a test>"
+        weight = self._item_workloads.get(kernel.name, self._item_workloads.get(None))
+        if weight is not None and kernel.name not in self._item_oracles:
+            self.workload_launches[kernel.name] += 1
+            self.workload_tests[kernel.name].add(nodeid)
+            return self.workloads.launch(kernel, args, proceed, nodeid, weight)
         self.observed[kernel.name].add(nodeid)
         wanted = (kernel.name in self._item_oracles
                   or (kernel.name not in self.marked and self._item is not None))
@@ -91,8 +110,9 @@ class RecordingPlugin:
         return marked or sorted(self.observed.get(kernel, ()))
 
     def recorded_kernels(self) -> list[str]:
-        """Names of the kernels launches were recorded of (here, or by xdist workers)."""
-        return sorted(set(self.kernels) | self.recorded)
+        """Names of the kernels oracle launches were recorded of (here, or by xdist
+        workers); workloads alone verify nothing, so they do not make a kernel tunable."""
+        return sorted(set(self.recordings) | self.recorded)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         output = getattr(self.config, "workeroutput", None)
@@ -116,6 +136,8 @@ class RecordingPlugin:
         """What the xdist controller needs from this worker (plain data for execnet)."""
         marked_ids = {nodeid for ids in self.marked.values() for nodeid in ids}
         return {"recorded": sorted(self.recordings), "launches": dict(self.launches),
+                "workload_launches": dict(self.workload_launches),
+                "workload_tests": {n: sorted(ids) for n, ids in self.workload_tests.items()},
                 "marked": self.marked,
                 "observed": {name: sorted(ids) for name, ids in self.observed.items()},
                 "ran": sorted(self.ran & marked_ids),
@@ -126,6 +148,10 @@ class RecordingPlugin:
         self.recorded.update(output["recorded"])
         for name, count in output["launches"].items():
             self.launches[name] += count
+        for name, count in output.get("workload_launches", {}).items():
+            self.workload_launches[name] += count
+        for name, ids in output.get("workload_tests", {}).items():
+            self.workload_tests[name].update(ids)
         for name, ids in output["marked"].items():
             known = self.marked.setdefault(name, [])
             known.extend(nodeid for nodeid in ids if nodeid not in known)
@@ -154,7 +180,7 @@ class RecordingPlugin:
         if self.saved:
             return
         self.saved = True
-        for name in sorted(self.recorded):
+        for name in sorted(self.recorded | set(self.workload_launches)):
             index = self.store.index(name)
             if index is None:
                 continue
@@ -177,9 +203,13 @@ class RecordingPlugin:
         if self.saved:
             return
         self.saved = True
-        for name, recordings in self.recordings.items():
+        workloads = self.workloads.recordings()
+        self.kernels.update({name: kernel for name, kernel in self.workloads.kernels.items()
+                             if name not in self.kernels})
+        for name in sorted(set(self.recordings) | set(workloads)):
             kernel = self.kernels[name]
-            index = self.store.save(name, recordings, self.cap_bytes)
+            index = self.store.save(name, self.recordings.get(name, []) + workloads.get(name, []),
+                                    self.cap_bytes, self.workloads.cap_bytes)
             spec = KernelSpec.from_kernel(kernel).as_dict()
             write_json_atomic(self.store.kernel_dir(name) / SPEC_FILE, {
                 "spec": spec,
@@ -197,12 +227,26 @@ class RecordingPlugin:
         for name, index in sorted(self.summary.items()):
             origin = "" if name in self.marked else (
                 " (no test is marked r3_oracle for it: recorded from the tests that launch it)")
-            write(f"{name}: {self.launches[name]} launch(es), {len(index['kept'])} unique "
+            workloads = index.get("workloads") or {}
+            oracle_keys = [key for key in index["kept"] if key not in workloads]
+            write(f"{name}: {self.launches[name]} launch(es), {len(oracle_keys)} unique "
                   f"recording(s) kept, {index['kept_bytes'] / 2**20:.1f} MiB{origin}")
-            if index["dropped"]:
-                write(f"  dropped {len(index['dropped'])} over the cap of "
-                      f"{index['cap_bytes'] / 2**20:.0f} MiB: "
-                      + ", ".join(d["key"] for d in index["dropped"]))
+            if self.workload_launches.get(name):
+                tests = self.workload_tests.get(name, ())
+                write(f"  workloads: {self.workload_launches[name]} launch(es) in "
+                      f"{len(tests)} benchmark/r3_workload test(s), {len(workloads)} "
+                      "workload recording(s) kept for timing")
+            if name not in self.recordings and name not in self.recorded:
+                write("  no oracle test launched it: not tuned until one does (workloads "
+                      "time, oracle tests verify)")
+            over_cap = [d["key"] for d in index["dropped"] if d["why"].startswith("over")]
+            if over_cap:
+                write(f"  dropped {len(over_cap)} over the cap of "
+                      f"{index['cap_bytes'] / 2**20:.0f} MiB: " + ", ".join(over_cap))
+            heavy = [d["key"] for d in index["dropped"] if d["why"].startswith("workload over")]
+            if heavy:
+                write(f"  dropped {len(heavy)} workload(s) over --r3-workload-cap: "
+                      + ", ".join(heavy))
             if index["weak"]:
                 write(f"  too weak to verify with alone (output equals input): "
                       f"{', '.join(index['weak'])}")

@@ -121,10 +121,15 @@ class TunePlugin:
                   f"{_us(row.tuned_seconds):>12} {speedup:>22} "
                   f"{row.evaluations:>5} ({row.new_evaluations:>3})  {row.describe_changes()}",
                   red=row.status.startswith("FAIL"))
+            for workload in row.workloads:
+                write(f"    workload {workload['origin']} [{workload['shape']}] x"
+                      f"{workload['weight']:g}: {_us(workload['baseline_median'])} -> "
+                      f"{_us(workload['candidate_median'])}, {workload['speedup']:.2f}x")
             for note in row.notes:
                 write(f"    {note}")
         if self.mode == "tune" and self.rows:
             write(f"lock file: {self.lock_path}")
+        if self.rows or self.mode == "check":
             write(f"reports: {self.r3_dir / 'report.md'}, report.json, report.html")
         for failure in self.failures:
             write(f"FAILED {failure}", red=True)
@@ -199,11 +204,29 @@ class TunePlugin:
             if name not in kernels:
                 self._unavailable(name)
                 continue
+            timed_on = self._say_what_times(name)
             row = tune_kernel(kernels[name], tuning, self.lock_path)
+            row.timed_on = row.timed_on or timed_on  # said even when the baseline was kept
             if row.status.startswith("FAILED"):
                 self.failures.append(f"{name}: {row.notes[-1]}")
             self.rows.append(row)
         write_reports(self.r3_dir, self.rows)
+
+    def _say_what_times(self, name: str) -> str:
+        """One line: the workloads candidates of ``name`` are timed on, or that there are
+        none and timing uses the oracle tests' inputs; "workloads" or "test inputs"."""
+        origins: dict[str, float] = {}
+        for workload in self.recorder.store.workload_metadata(name).values():
+            origins[workload["origin"]] = origins.get(workload["origin"], 0) + workload["weight"]
+        if origins:
+            self._say(f"pytest-r3: {name}: timing on workloads (weighted total): " + ", ".join(
+                f"{origin} x{weight:g}" for origin, weight in sorted(origins.items())))
+            return "workloads"
+        self._say(f"pytest-r3: {name}: no workload recorded, so timing uses the oracle tests' "
+                  "(test-sized) inputs; add a benchmark test (pytest-benchmark's `benchmark` "
+                  "fixture) or @pytest.mark.r3_workload with production-sized inputs, or "
+                  "record the application with `pytest-r3 record -- python app.py`")
+        return "test inputs"
 
     def _check_all(self, session: pytest.Session) -> None:
         from ..tuning.check import check_kernel
@@ -231,6 +254,7 @@ class TunePlugin:
         if not self.rows:
             self._say(f"pytest-r3: {self.lock_path} has no entry for this machine's target(s) "
                       f"{', '.join(sorted(set(targets.values()))) or '-'}: nothing to check")
+        write_reports(self.r3_dir, self.rows, "check")  # report.md: for the pull request
 
     def _declarations(self, names: list[str]) -> dict:
         """The kernel objects named ``names`` that are declared here (on the xdist controller:
@@ -272,11 +296,38 @@ def tuning_settings(config: pytest.Config) -> TuningSettings:
             optimizer=str(value("r3_optimizer")), seed=int(value("r3_seed")),
             search_pipeline=bool(value("r3_search_pipeline")), replay=replay,
             address_space=int(float(value("r3_memory_limit")) * 2**20),
-            check_threshold=float(value("r3_check_threshold")) / 100,
+            **check_thresholds(str(value("r3_check_threshold"))),
             retune=bool(value("r3_retune")),
             llm=_llm_settings(value), evolution=_evolution_settings(value))
     except (TypeError, ValueError) as exc:
         raise pytest.UsageError(f"pytest-r3 settings: {exc}") from None
+
+
+def check_thresholds(text: str) -> dict:
+    """``--r3-check-threshold``: a percent (``5``, the default rule) or pytest-benchmark's
+    ``--benchmark-compare-fail`` expressions (``median:5%``, ``mean:0.001``), parsed by
+    pytest-benchmark itself; TuningSettings' check_threshold and check_fail."""
+    from pytest_benchmark.utils import parse_compare_fail
+
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    if len(parts) == 1:
+        try:
+            return {"check_threshold": float(parts[0].rstrip("%")) / 100}
+        except ValueError:
+            pass
+    checks = []
+    for part in parts:
+        try:
+            checks.append(parse_compare_fail(part))
+        except Exception:  # argparse.ArgumentTypeError
+            raise pytest.UsageError(
+                f"--r3-check-threshold: {part!r} is not a threshold; give a percent (5) or "
+                "FIELD:N% / FIELD:SECONDS with FIELD one of min, max, mean, median, stddev, "
+                "iqr (pytest-benchmark's --benchmark-compare-fail syntax, e.g. median:5%)"
+            ) from None
+    if not checks:
+        raise pytest.UsageError("--r3-check-threshold is empty; give e.g. 5 or median:5%")
+    return {"check_fail": tuple(checks)}
 
 
 def _llm_settings(value):

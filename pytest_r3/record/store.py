@@ -12,6 +12,12 @@ buffers that partly overlapped. A replay must pass one buffer for an aliased gro
 (``Recording.arguments()`` does), or a rewrite that assumes ``restrict`` goes unnoticed.
 Recordings written before aliasing was recorded read as not aliased.
 
+A recording is either an oracle's (verification, and timing when there is nothing else) or
+a *workload*: a launch from a benchmark test, an ``r3_workload`` test or the application
+itself (see :mod:`.workloads`), timed because it is the size users run. A workload's
+metadata holds ``"workload": {"weight", "origin", "run"}``; recordings without that key
+(all of them, before workloads existed) are oracle recordings. Each role has its own cap.
+
 A file that cannot be read is skipped with one warning naming it (recording again replaces
 it); a broken ``index.json`` is rebuilt from the files; ``save`` merges under a file lock,
 so concurrent recording runs (xdist workers) keep each other's recordings. Longer than most
@@ -34,6 +40,7 @@ from ..errors import CorruptStateWarning, R3Error
 from ..outputs import file_lock, write_bytes_atomic, write_json_atomic
 
 DEFAULT_CAP_BYTES = 64 * 1024 * 1024
+DEFAULT_WORKLOAD_CAP_BYTES = 256 * 1024 * 1024  # production-sized launches are larger
 INDEX_FILE = "index.json"
 SPEC_FILE = "kernel.json"  # the kernel's spec beside its recordings (see plugin_record)
 
@@ -63,6 +70,18 @@ class Recording:
     aliases: list[list[str]] = field(default_factory=list)
     # pairs of pointer parameters whose memory partly overlapped (noted, not replayed)
     overlaps: list[list[str]] = field(default_factory=list)
+    # a timing workload: {"weight": launches it stands for, "origin": the test or command
+    # it came from, "run": the recording session}; None for an oracle recording
+    workload: dict | None = None
+
+    @property
+    def is_workload(self) -> bool:
+        return self.workload is not None
+
+    @property
+    def weight(self) -> float:
+        """How many launches this recording stands for in the timing objective."""
+        return float(self.workload["weight"]) if self.workload else 1.0
 
     @property
     def key(self) -> str:
@@ -86,6 +105,8 @@ class Recording:
         if self.aliases or self.overlaps:
             digest.update(json.dumps({"aliases": self.aliases,
                                       "overlaps": self.overlaps}).encode())
+        if self.workload is not None:  # the same launch as an oracle's is stored apart
+            digest.update(f"workload:{self.workload['origin']}".encode())
         return digest.hexdigest()[:20]
 
     @property
@@ -141,6 +162,7 @@ class Recording:
                 if np.array_equal(self.inputs[name], after, equal_nan=after.dtype.kind == "f")]
 
     def metadata(self) -> dict:
+        extra = {} if self.workload is None else {"workload": dict(self.workload)}
         return {
             "kernel": self.kernel,
             "key": self.key,
@@ -155,6 +177,7 @@ class Recording:
             "weak_outputs": self.weak_outputs(),
             "aliases": self.aliases,
             "overlaps": self.overlaps,
+            **extra,
         }
 
 
@@ -294,7 +317,8 @@ class RecordingStore:
                                   outputs, meta["returned"], meta["tests"],
                                   meta.get("source_hash", ""),
                                   [list(g) for g in meta.get("aliases") or []],
-                                  [list(p) for p in meta.get("overlaps") or []])
+                                  [list(p) for p in meta.get("overlaps") or []],
+                                  _workload_of(meta.get("workload")))
             problem = _inconsistency(recording, meta)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CorruptRecording(meta_path, f"malformed metadata ({type(exc).__name__}: "
@@ -342,6 +366,32 @@ class RecordingStore:
     def _files(self, kernel: str) -> list[str]:
         """Keys of the recordings in the folder, by their arrays file (no index to go by)."""
         return sorted(p.stem for p in self.kernel_dir(kernel).glob("*.npz"))
+
+    def workloads(self, kernel: str) -> dict[str, float]:
+        """The kernel's workload recordings: key -> weight (empty without any)."""
+        index = self.index(kernel) or {}
+        workloads = index.get("workloads") or {}
+        return {key: float(weight) for key, weight in workloads.items()
+                if key in index.get("kept", ())}
+
+    def workload_metadata(self, kernel: str) -> dict[str, dict]:
+        """Each kept workload's ``workload`` metadata (weight, origin, run), by key; read
+        from the metadata files only (the arrays stay on disk)."""
+        found = {}
+        for key in self.workloads(kernel):
+            try:
+                meta = _read_json(self.kernel_dir(kernel) / f"{key}.json")
+                workload = _workload_of(meta.get("workload"))
+            except (CorruptRecording, ValueError, AttributeError):
+                continue
+            if workload:
+                found[key] = workload
+        return found
+
+    def workloads_of(self, kernel: str, origin: str, run: str) -> dict[str, float]:
+        """The workloads one recording session saved: key -> weight."""
+        return {key: w["weight"] for key, w in self.workload_metadata(kernel).items()
+                if w["origin"] == origin and w["run"] == run}
 
     def kernels(self) -> list[str]:
         if not self.root.is_dir():
@@ -402,19 +452,26 @@ class RecordingStore:
             raise CorruptRecording(path, "not a kernel spec (no \"spec\" object)")
         return data
 
-    def save(self, kernel: str, recordings: Iterable[Recording], cap_bytes: int) -> dict:
+    def save(self, kernel: str, recordings: Iterable[Recording], cap_bytes: int,
+             workload_cap_bytes: int | None = None) -> dict:
         """Keep a representative subset under ``cap_bytes``; write it and an index of choices.
 
         Recordings already on disk for this kernel are merged in (by key), so recording
         twice, or from two test runs, accumulates; stale files beyond the cap are removed.
         A new recording replaces one with the same inputs, and recordings made from another
         version of the kernel source are dropped (their outputs are no longer the answer).
+        Workloads merge by origin: a new recording session of a test or command replaces
+        what that origin recorded before, and saves of one session (an application's child
+        processes) add up. Oracle recordings are kept under ``cap_bytes``, workloads under
+        ``workload_cap_bytes`` (default: the same).
         """
         recordings = list(recordings)
         with file_lock(self.kernel_dir(kernel) / INDEX_FILE):
-            return self._save(kernel, recordings, cap_bytes)
+            return self._save(kernel, recordings, cap_bytes,
+                              cap_bytes if workload_cap_bytes is None else workload_cap_bytes)
 
-    def _save(self, kernel: str, recordings: list[Recording], cap_bytes: int) -> dict:
+    def _save(self, kernel: str, recordings: list[Recording], cap_bytes: int,
+              workload_cap_bytes: int) -> dict:
         current = {r.source_hash for r in recordings if r.source_hash}
         merged: dict[str, Recording] = {}
         stale: list[tuple[Recording, str]] = []
@@ -425,11 +482,27 @@ class RecordingStore:
                 stale.append((existing, "recorded from another version of the kernel source"))
             else:
                 merged[existing.key] = existing
+        origins = {(r.workload["origin"], r.workload["run"]) for r in recordings
+                   if r.workload is not None}
+        for key, existing in list(merged.items()):
+            if existing.workload is not None and any(
+                    existing.workload["origin"] == origin and existing.workload["run"] != run
+                    for origin, run in origins):
+                del merged[key]
+                stale.append((existing, "replaced: its origin was recorded again"))
         for recording in recordings:
-            if recording.key in merged:  # same inputs: the new run's outputs win
-                recording.tests = sorted(set(merged[recording.key].tests) | set(recording.tests))
+            old = merged.get(recording.key)
+            if old is not None and recording.workload is not None:  # one session, two saves
+                recording.workload = {**recording.workload,
+                                      "weight": recording.weight + old.weight}
+            elif old is not None:  # same inputs: the new run's outputs win
+                recording.tests = sorted(set(old.tests) | set(recording.tests))
             merged[recording.key] = recording
-        kept, dropped = select(list(merged.values()), cap_bytes)
+        oracle_kept, dropped = select([r for r in merged.values() if not r.is_workload],
+                                      cap_bytes)
+        workloads_kept, workloads_dropped = select_workloads(
+            [r for r in merged.values() if r.is_workload], workload_cap_bytes)
+        kept, dropped = oracle_kept + workloads_kept, dropped + workloads_dropped
         kept_keys = {r.key for r in kept}
         # a stale recording with the same inputs as a new one was replaced, not dropped
         dropped = [(r, why) for r, why in stale if r.key not in kept_keys] + dropped
@@ -476,12 +549,26 @@ def _index_of(kernel: str, cap_bytes: int | None, kept: list[Recording],
         "cap_bytes": cap_bytes,
         "kept": [r.key for r in kept],
         "kept_bytes": sum(r.nbytes for r in kept),
+        "workloads": {r.key: r.weight for r in kept if r.is_workload},
         "dropped": [{"key": r.key, "nbytes": r.nbytes, "tests": r.tests, "why": why}
                     for r, why in dropped],
-        "weak": [r.key for r in kept if r.weak_outputs()
+        "weak": [r.key for r in kept if not r.is_workload and r.weak_outputs()
                  and len(r.weak_outputs()) == len(r.outputs)],
         "aliased": [r.key for r in kept if r.aliases],
     }
+
+
+def _workload_of(value: object) -> dict | None:
+    """A workload's metadata as read back (None for an oracle recording); raises
+    ValueError when it is there but malformed."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("origin"), str):
+        raise ValueError(f"workload metadata {value!r} names no origin")
+    weight = float(value.get("weight", 1.0))
+    if not weight > 0:
+        raise ValueError(f"workload weight {weight!r} is not positive")
+    return {"weight": weight, "origin": value["origin"], "run": str(value.get("run", ""))}
 
 
 def _read_json(path: Path) -> object:
@@ -540,5 +627,21 @@ def select(recordings: list[Recording],
             total += recording.nbytes
         else:
             dropped.append((recording, f"over the per-kernel cap of {cap_bytes} bytes"))
+    kept.sort(key=lambda r: r.key)
+    return kept, dropped
+
+
+def select_workloads(recordings: list[Recording],
+                     cap_bytes: int) -> tuple[list[Recording], list[tuple[Recording, str]]]:
+    """The heaviest workloads (weight, then the smaller first) that fit under the cap."""
+    ordered = sorted(recordings, key=lambda r: (-r.weight, r.nbytes, r.key))
+    kept, dropped, total = [], [], 0
+    for recording in ordered:
+        if total + recording.nbytes <= cap_bytes:
+            kept.append(recording)
+            total += recording.nbytes
+        else:
+            dropped.append((recording, f"workload over the per-kernel cap of {cap_bytes} "
+                                       "bytes"))
     kept.sort(key=lambda r: r.key)
     return kept, dropped

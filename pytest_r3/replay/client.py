@@ -273,12 +273,13 @@ class ReplayServer:
                  for _ in range(2)]
         guard_seed = secrets.randbits(40)
         indices = [self._index[id(case)] for case in timed]
+        weights = [case.weight for case in timed]
         _, data, arrays = self._ask("time", {
             "variant": name, "cases": indices, "guard_seed": guard_seed,
             "race_against": race_against,
             "checks": [[case.fills(s) for case, s in zip(timed, parity, strict=True)]
-                       for parity in seeds]}, self.request_timeout)
-        timing = checked_timing(data.get("timing"))
+                       for parity in seeds], "weights": weights}, self.request_timeout)
+        timing = checked_timing(data.get("timing"), weights)
         which = arrays.get("set")
         if which is None or which.shape != (1,) or int(which[0]) not in (0, 1):
             raise WorkerDied(Result(protocol.CRASH, diagnostics=[
@@ -293,6 +294,13 @@ class ReplayServer:
                     seeds[parity][position], kind="timed_output",
                     what="repeated launches on the buffers of the timed runs, on ",
                     check_return=False)
+        timing["timed_on"] = ("workloads" if any(c.origin == "workload" for c in timed)
+                              else "test inputs")
+        if timing["timed_on"] == "workloads":  # the report gives each one's speedup
+            timing["workloads"] = [
+                {"key": case.recording.key, "origin": case.recording.workload["origin"],
+                 "shape": case.recording.shape_signature, **figures}
+                for case, figures in zip(timed, timing["cases"], strict=True)]
         return timing
 
     def ping(self) -> bool:
@@ -306,20 +314,32 @@ _TIMING_NUMBERS = ("baseline_median", "candidate_median", "speedup", "speedup_q1
                    "speedup_q3")
 
 
-def checked_timing(timing: object) -> dict:
-    """The worker's timing figures, only if they are well-formed positive numbers."""
+def checked_timing(timing: object, weights: list[float] | None = None) -> dict:
+    """The worker's timing figures, only if they are well-formed positive numbers (and one
+    per-case entry per timed case, carrying the weight it was sent)."""
     try:
         numbers = {key: float(timing[key]) for key in _TIMING_NUMBERS}
         samples = {key: [float(x) for x in timing[key]]
                    for key in ("baseline_samples", "candidate_samples")}
+        cases = [{"weight": float(case["weight"]),
+                  **{key: float(case[key])
+                     for key in ("baseline_median", "candidate_median", "speedup")},
+                  **{key: [float(x) for x in case[key]]
+                     for key in ("baseline_samples", "candidate_samples")}}
+                 for case in timing["cases"]]
         clean = {**numbers, **samples, "rounds": int(timing["rounds"]),
                  "repeats": [int(x) for x in timing["repeats"]],
-                 "within_noise": bool(timing["within_noise"]),
+                 "within_noise": bool(timing["within_noise"]), "cases": cases,
                  "raced": bool(timing.get("raced", False))}
+        if weights is not None and [c["weight"] for c in cases] != [float(w) for w in weights]:
+            raise ValueError("per-case figures do not match the timed cases")
     except (KeyError, TypeError, ValueError):
         raise WorkerDied(Result(protocol.CRASH, diagnostics=[
             "the worker sent malformed timing figures"], details={"kind": "protocol"})) from None
     values = [*numbers.values(), *clean["baseline_samples"], *clean["candidate_samples"]]
+    values += [c[key] for c in cases for key in ("baseline_median", "candidate_median",
+                                                 "speedup")]
+    values += [x for c in cases for x in (*c["baseline_samples"], *c["candidate_samples"])]
     if not all(np.isfinite(v) and v > 0 for v in values):
         raise WorkerDied(Result(protocol.CRASH, diagnostics=[
             "the worker sent impossible timing figures"], details={"kind": "protocol"}))

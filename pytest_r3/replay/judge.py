@@ -3,10 +3,13 @@
 The judge plans the input sets (cases) a candidate is run on: the recordings as they were,
 aliasing included; perturbed copies (float and integer data, float scalars); the smallest
 recording at nearby problem sizes; and each recording run again on the outputs it left, its
-read-only inputs changed in one random half, then in the other. It learns what each case
-must produce from the baseline before any candidate has run in the worker, keeps those
-expected outputs here, and compares what comes back: guards, untouched inputs, outputs
-within tolerance, two runs with different random poison, and the buffers the timed runs used.
+read-only inputs changed in one random half, then in the other. Workload recordings (the
+sizes users run) are timed, weighted by how many launches each stands for, and checked
+after their timed runs; the oracles' recordings are timed only when there is no workload.
+It learns what each case must produce from the baseline before any candidate has run in
+the worker, keeps those expected outputs here, and compares what comes back: guards,
+untouched inputs, outputs within tolerance, two runs with different random poison, and the
+buffers the timed runs used.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ class Case:
     returned: object = None
     weak: bool = False
     after: list[Case] = field(default_factory=list)  # run first, on the same buffers
+    weight: float = 1.0              # launches a timed workload stands for
 
     @property
     def nbytes(self) -> int:
@@ -50,6 +54,10 @@ class Case:
     def fills(self, seeds: dict[int, int]) -> dict[str, int]:
         """Poison seeds for the buffers the kernel only writes; the rest get their input."""
         return {str(n): seeds[n] for n in self.output_only}
+
+
+# Workloads timed per candidate at most: each costs its launch time every timing round.
+TIMED_WORKLOADS = 8
 
 
 class ReferenceError(Exception):
@@ -67,8 +75,12 @@ class Judge:
     # -- planning and the reference -------------------------------------------------------
     def plan(self, recordings: list[Recording]) -> list[Case]:
         rng = np.random.default_rng(self.settings.seed)
+        workloads = [Case(f"workload {r.key} ({r.workload['origin']})", "workload",
+                          dict(r.scalars), planning.slots_of(r, self.spec.params), r,
+                          weight=r.weight) for r in recordings if r.is_workload]
         planned = [Case(f"recording {r.key} ({', '.join(r.tests)})", "recorded", dict(r.scalars),
-                        planning.slots_of(r, self.spec.params), r) for r in recordings]
+                        planning.slots_of(r, self.spec.params), r) for r in recordings
+                   if not r.is_workload]
         fresh = []
         for case in planned:
             for index in range(self.settings.fresh_inputs + self.settings.reserve_inputs):
@@ -86,7 +98,7 @@ class Judge:
                                   scalars, planning.resized(smallest.slots, self.spec.params,
                                                             scalars)))
         kept = [step for case in planned for step in _kept_output_steps(case, rng)]
-        return planned + fresh + kept
+        return planned + fresh + kept + workloads
 
     def learn(self, case: Case, run_batch) -> None:
         """What the baseline produces on ``case``; ``run_batch`` runs the baseline (see
@@ -243,6 +255,12 @@ class Judge:
         return [c for c in self.cases if c.origin == "reserve"]
 
     def timed(self) -> list[Case]:
+        """The workloads (the heaviest, by weight times size, up to TIMED_WORKLOADS) when
+        there are any; else the largest oracle recordings (test-sized inputs)."""
+        workloads = [c for c in self.cases if c.origin == "workload"]
+        if workloads:
+            heaviest = sorted(workloads, key=lambda c: (-c.weight * c.nbytes, c.label))
+            return heaviest[:TIMED_WORKLOADS]
         recorded = [c for c in self.cases if c.origin == "recorded"]
         by_size = sorted(recorded, key=lambda c: c.nbytes, reverse=True)
         return by_size[: self.settings.timing_recordings]
@@ -255,8 +273,11 @@ class Judge:
             "output_only": sorted({p for c in recorded for n in c.output_only
                                    for p in c.slots[n].params}),
             "timed": [c.recording.key for c in self.timed()],
+            "timed_on": "workloads" if any(c.origin == "workload" for c in self.cases)
+                        else "test inputs",
             "cases": {origin: sum(1 for c in self.cases if c.origin == origin)
-                      for origin in ("recorded", "fresh", "derived", "reserve", "kept")},
+                      for origin in ("recorded", "fresh", "derived", "reserve", "kept",
+                                     "workload")},
         }
 
 

@@ -137,12 +137,13 @@ class Runner:
             str(number): buffer.storage for number, buffer in enumerate(buffers)}
 
     def time(self, variant: str, case_indices: list[int], guard_seed: int,
-             checks: list[dict], race_against: float | None = None):
+             checks: list[dict], weights: list[float] | None = None,
+             race_against: float | None = None):
         """Interleaved timing against the baseline, then the candidate again on each set of
         buffers the timing used, as many launches in a row as a timed sample made, refilled
         as the judge asks (``checks``: the fills of even and odd launches): a variant that
         skips work on buffers it has seen before shows in the last two, which the judge
-        checks."""
+        checks. ``weights``: what each case counts for in the total (see timing)."""
         sets = {"base": [], "cand": []}
         for offset, which in enumerate(sets):
             for index in case_indices:
@@ -152,7 +153,7 @@ class Runner:
             timing = interleaved_speedup(
                 self.backend, self.variants["baseline"], self.variants[variant],
                 [args for args, _ in sets["base"]], [args for args, _ in sets["cand"]],
-                self.settings, race_against)
+                self.settings, weights, race_against)
         except KernelFault as fault:
             end_worker(fault)
         # the set of buffers the candidate ran on last (timing trades them every other round)

@@ -22,6 +22,15 @@ def _settled(base_times: list[float], cand_times: list[float]) -> bool:
     return (q3 - q1) / 2 < NOISE_FLOOR / 2 * median
 
 
+def within_noise(q1: float, median: float, q3: float) -> bool:
+    """Whether a ratio is no clear difference: within the larger of half its interquartile
+    range and the floor of 1, unless the whole interquartile range lies beyond the floor
+    (a 15x median with quartiles 5x and 40x is a speedup, however wide its spread)."""
+    noise = max((q3 - q1) / 2, NOISE_FLOOR)
+    beyond = q1 > 1.0 + NOISE_FLOOR or q3 < 1.0 - NOISE_FLOOR
+    return abs(median - 1.0) <= noise and not beyond
+
+
 def _outrun(base_times: list[float], cand_times: list[float], race_against: float | None,
             settings) -> bool:
     """A race lost: at least ``race_rounds`` rounds, and three in four of them, have a ratio
@@ -35,10 +44,14 @@ def _outrun(base_times: list[float], cand_times: list[float], race_against: floa
 
 
 def interleaved_speedup(backend, baseline, candidate, base_args: list, cand_args: list,
-                        settings, race_against: float | None = None) -> dict:
+                        settings, weights: list[float] | None = None,
+                        race_against: float | None = None) -> dict:
     """Median times and the baseline/candidate ratio with its interquartile range.
 
     ``base_args`` and ``cand_args`` are two sets of launch arguments, one per timed case.
+    A round's time is the sum over cases of ``weight`` times the time of one launch (each
+    weight 1 when none are given); ``cases`` holds each case's own per-round times, medians
+    and ratio, so a weighted total and per-workload speedups come from one measurement.
     Each round times every case for both variants, the order alternating between rounds
     and the two sets of buffers traded every other round (where arrays land in memory can
     move a timing by 10% or more);
@@ -52,19 +65,27 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list, cand_args
         single = _sample(backend, baseline, args, 1)
         repeats.append(max(1, min(10_000, math.ceil(settings.min_sample_seconds
                                                     / max(single, 1e-9)))))
+    weights = [1.0] * len(base_args) if weights is None else [float(w) for w in weights]
     base_times, cand_times = [], []
     raced = False
+    per_case: list[tuple[list[float], list[float]]] = [([], []) for _ in base_args]
     for round_index in range(settings.warmup_rounds + settings.timing_rounds):
         base_total = cand_total = 0.0
-        for b_args, c_args, repeat in zip(base_args, cand_args, repeats, strict=True):
+        for number, (b_args, c_args, repeat) in enumerate(
+                zip(base_args, cand_args, repeats, strict=True)):
             if round_index // 2 % 2:  # trade buffers every other round: placement cancels
                 b_args, c_args = c_args, b_args
             if round_index % 2:
-                cand_total += _sample(backend, candidate, c_args, repeat) / repeat
-                base_total += _sample(backend, baseline, b_args, repeat) / repeat
+                cand_one = _sample(backend, candidate, c_args, repeat) / repeat
+                base_one = _sample(backend, baseline, b_args, repeat) / repeat
             else:
-                base_total += _sample(backend, baseline, b_args, repeat) / repeat
-                cand_total += _sample(backend, candidate, c_args, repeat) / repeat
+                base_one = _sample(backend, baseline, b_args, repeat) / repeat
+                cand_one = _sample(backend, candidate, c_args, repeat) / repeat
+            base_total += weights[number] * base_one
+            cand_total += weights[number] * cand_one
+            if round_index >= settings.warmup_rounds:
+                per_case[number][0].append(base_one)
+                per_case[number][1].append(cand_one)
         if round_index >= settings.warmup_rounds:
             base_times.append(base_total)
             cand_times.append(cand_total)
@@ -77,7 +98,6 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list, cand_args
     cand = np.array(cand_times)
     ratios = base / cand
     q1, median, q3 = (float(x) for x in np.percentile(ratios, [25, 50, 75]))
-    noise = max((q3 - q1) / 2, NOISE_FLOOR)
     return {
         "baseline_median": float(np.median(base)),
         "candidate_median": float(np.median(cand)),
@@ -86,8 +106,18 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list, cand_args
         "speedup_q3": q3,
         "rounds": len(ratios),
         "repeats": repeats,
-        "within_noise": abs(median - 1.0) <= noise,
+        "within_noise": within_noise(q1, median, q3),
         "raced": raced,
         "baseline_samples": [float(x) for x in base],
         "candidate_samples": [float(x) for x in cand],
+        "cases": [_one_case(b, c, weight) for (b, c), weight in zip(per_case, weights,
+                                                                    strict=True)],
     }
+
+
+def _one_case(base: list[float], cand: list[float], weight: float) -> dict:
+    """One timed case's figures: per-launch medians, the median ratio, every round."""
+    ratios = np.array(base) / np.array(cand)
+    return {"weight": weight, "baseline_median": float(np.median(base)),
+            "candidate_median": float(np.median(cand)), "speedup": float(np.median(ratios)),
+            "baseline_samples": list(base), "candidate_samples": list(cand)}

@@ -74,8 +74,11 @@ class Worker:
         self.send("outputs", {"returned": returned}, buffers)
 
     def on_time(self, data: dict, arrays: dict) -> None:
+        weights = data.get("weights")
         reply, buffers = self.runner.time(data["variant"], list(data["cases"]),
                                           int(data["guard_seed"]), data["checks"],
+                                          None if weights is None else
+                                          [float(w) for w in weights],
                                           _number_or_none(data.get("race_against")))
         self.send("timed", reply, buffers)
 

@@ -10,12 +10,14 @@ from .model import KernelReport
 __all__ = ["KernelReport", "write_reports"]
 
 
-def write_reports(r3_dir: str | Path, rows: list[KernelReport]) -> dict[str, Path]:
+def write_reports(r3_dir: str | Path, rows: list[KernelReport],
+                  kind: str = "tuning") -> dict[str, Path]:
+    """``kind``: "tuning" (--r3-tune) or "check" (--r3-check), named in the Markdown title."""
     from . import benchmark_json, html, markdown
 
     folder = Path(r3_dir)
     return {
         "json": benchmark_json.write(folder / "report.json", rows),
-        "md": markdown.write(folder / "report.md", rows),
+        "md": markdown.write(folder / "report.md", rows, kind),
         "html": html.write(folder / "report.html", rows),
     }

@@ -32,7 +32,10 @@ def _benchmark(row: KernelReport, which: str, samples: list[float]) -> dict:
         "params": {"variant": which},
         "param": which,
         "extra_info": {"target": row.target, "status": row.status, "speedup": row.speedup,
-                       "changes": row.changes, "evaluations": row.evaluations},
+                       "changes": row.changes, "evaluations": row.evaluations,
+                       "timed_on": row.timed_on,
+                       "workloads": [{k: v for k, v in w.items() if not k.endswith("samples")}
+                                     for w in row.workloads]},
         "options": OPTIONS,
         "stats": data,
     }

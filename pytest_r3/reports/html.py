@@ -76,6 +76,19 @@ def render(rows: list[KernelReport]) -> str:
                     f"{html.escape(row.optimizer or '-')}; changes: "
                     f"<code>{html.escape(row.describe_changes())}</code></p>")
         body.append(_convergence_svg(row.convergence))
+        if row.workloads:
+            body.append("<h4>Workloads (timed; baseline and tuned above are their weighted "
+                        "total)</h4><table><tr><th>workload</th><th>shape</th><th>weight</th>"
+                        "<th>baseline</th><th>tuned</th><th>speedup</th></tr>" + "".join(
+                            f"<tr><td>{html.escape(w['origin'])}</td>"
+                            f"<td><code>{html.escape(w['shape'])}</code></td>"
+                            f"<td>{w['weight']:g}</td><td>{_us(w['baseline_median'])}</td>"
+                            f"<td>{_us(w['candidate_median'])}</td>"
+                            f"<td>{w['speedup']:.2f}x</td></tr>" for w in row.workloads)
+                        + "</table>")
+        elif row.timed_on == "test inputs":
+            body.append("<p><em>timed on the oracle tests' inputs: no workload was "
+                        "recorded</em></p>")
         if row.evolution:
             body.append("<h4>Source evolution: best speedup per generation</h4>")
             body.append(_convergence_svg([g["best_speedup"] for g in row.evolution],

@@ -12,9 +12,9 @@ def _us(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1e6:,.1f} us"
 
 
-def render(rows: list[KernelReport]) -> str:
+def render(rows: list[KernelReport], kind: str = "tuning") -> str:
     lines = [
-        "## pytest-r3 tuning report",
+        f"## pytest-r3 {kind} report",
         "",
         "| kernel | target | status | baseline | tuned | speedup (IQR) | evaluations | changes |",
         "|---|---|---|---:|---:|---:|---:|---|",
@@ -28,6 +28,15 @@ def render(rows: list[KernelReport]) -> str:
             f"| {_us(row.tuned_seconds)} | {speedup} | {row.evaluations} "
             f"({row.new_evaluations} new) | {row.describe_changes()} |")
     for row in rows:
+        if row.workloads:
+            lines += ["", f"### Workloads of `{row.kernel}`", "",
+                      "| workload | shape | weight | baseline | tuned | speedup |",
+                      "|---|---|---:|---:|---:|---:|"]
+            lines += [f"| {w['origin']} | `{w['shape']}` | {w['weight']:g} | "
+                      f"{_us(w['baseline_median'])} | {_us(w['candidate_median'])} | "
+                      f"{w['speedup']:.2f}x |" for w in row.workloads]
+            lines += ["", "Baseline and tuned of the kernel row are the weighted total "
+                      "time over these workloads (weight: launches each stands for)."]
         if row.evolution:
             lines += ["", f"### Source evolution of `{row.kernel}`", "",
                       "| generation | best speedup | model wait | evaluation | wall |",
@@ -42,10 +51,15 @@ def render(rows: list[KernelReport]) -> str:
     notes = [(row.kernel, note) for row in rows for note in row.notes]
     if notes:
         lines += ["", "Notes:", ""] + [f"- `{kernel}`: {note}" for kernel, note in notes]
+    test_sized = [row.kernel for row in rows if row.timed_on == "test inputs"]
+    if test_sized:
+        lines += ["", f"Timed on the oracle tests' inputs (no workload recorded): "
+                  f"{', '.join(f'`{k}`' for k in test_sized)}; add a benchmark test with "
+                  "production-sized inputs to time what users run."]
     lines += ["", "Speedups are medians of baseline/tuned ratios measured interleaved in one "
               "process; IQR is their interquartile range."]
     return "\n".join(lines) + "\n"
 
 
-def write(path: Path, rows: list[KernelReport]) -> Path:
-    return write_text_atomic(path, render(rows))
+def write(path: Path, rows: list[KernelReport], kind: str = "tuning") -> Path:
+    return write_text_atomic(path, render(rows, kind))

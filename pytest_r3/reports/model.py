@@ -26,6 +26,9 @@ class KernelReport:
     notes: list[str] = field(default_factory=list)
     evolution: list[dict] = field(default_factory=list)  # per generation of LLM rewrites
     archive: list[dict] = field(default_factory=list)    # MAP-Elites cells at the end
+    timed_on: str = ""               # "workloads" or "test inputs" (the oracles' recordings)
+    # per timed workload: key, origin, shape, weight, baseline/candidate medians, speedup
+    workloads: list[dict] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -39,6 +42,8 @@ class KernelReport:
         self.speedup_q1, self.speedup_q3 = timing["speedup_q1"], timing["speedup_q3"]
         self.baseline_samples = timing["baseline_samples"]
         self.tuned_samples = timing["candidate_samples"]
+        self.timed_on = timing.get("timed_on", "")
+        self.workloads = [dict(w) for w in timing.get("workloads", ())]
 
     def describe_changes(self) -> str:
         if not self.changes:

@@ -5,6 +5,8 @@ into r3.lock and the reports."""
 from __future__ import annotations
 
 import datetime
+import hashlib
+import json
 
 from .. import __version__
 from ..backends.clang import host_target
@@ -117,9 +119,19 @@ def _lock_entry(kernel, tuning: Tuning, row: KernelReport, best: Candidate,
         "evaluations": row.evaluations,
         "optimizer": optimizer,
         "oracle_tests": len(tuning.oracle_tests(kernel.name)),
+        "timed_on": _timed_on(row),
         "tuned_on": datetime.date.today().isoformat(),
         "tuned_with": f"pytest-r3 {__version__}",
     }
+
+
+def _timed_on(row: KernelReport) -> str:
+    """What the entry's speedup was measured on: "test inputs", or which workloads (their
+    keys and weights, hashed): an entry timed on other inputs is replaced, not compared."""
+    if not row.workloads:
+        return "test inputs"
+    chosen = sorted([w["key"], w["weight"]] for w in row.workloads)
+    return f"workloads {hashlib.sha256(json.dumps(chosen).encode()).hexdigest()[:12]}"
 
 
 def _describe_search(row: KernelReport, outcome, evolution) -> None:
