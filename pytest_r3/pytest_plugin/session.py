@@ -195,14 +195,17 @@ class TunePlugin:
         names = [name for name in self.recorder.recorded_kernels()
                  if not self.selected or name in self.selected]
         kernels = self._declarations(names)
-        for name in names:
-            if name not in kernels:
-                self._unavailable(name)
-                continue
-            row = tune_kernel(kernels[name], tuning, self.lock_path)
-            if row.status.startswith("FAILED"):
-                self.failures.append(f"{name}: {row.notes[-1]}")
-            self.rows.append(row)
+        try:
+            for name in names:
+                if name not in kernels:
+                    self._unavailable(name)
+                    continue
+                row = tune_kernel(kernels[name], tuning, self.lock_path)
+                if row.status.startswith("FAILED"):
+                    self.failures.append(f"{name}: {row.notes[-1]}")
+                self.rows.append(row)
+        finally:
+            tuning.close()  # a Dask cluster started for the run stops with it
         write_reports(self.r3_dir, self.rows)
 
     def _check_all(self, session: pytest.Session) -> None:
@@ -263,6 +266,14 @@ def tuning_settings(config: pytest.Config) -> TuningSettings:
         budget = Budget.parse(value("r3_budget"))
     except BudgetError as exc:
         raise pytest.UsageError(f"--r3-budget: {exc}") from None
+    dask = str(value("r3_dask")).strip()
+    if dask:
+        from ..replay.dask_pool import DaskAddressError, parse_address
+
+        try:
+            parse_address(dask)
+        except DaskAddressError as exc:
+            raise pytest.UsageError(str(exc)) from None
     try:
         replay = ReplaySettings(run_timeout=float(value("r3_run_timeout")),
                                 compile_timeout=float(value("r3_compile_timeout")),
@@ -273,7 +284,7 @@ def tuning_settings(config: pytest.Config) -> TuningSettings:
             search_pipeline=bool(value("r3_search_pipeline")), replay=replay,
             address_space=int(float(value("r3_memory_limit")) * 2**20),
             check_threshold=float(value("r3_check_threshold")) / 100,
-            retune=bool(value("r3_retune")),
+            retune=bool(value("r3_retune")), dask=dask,
             llm=_llm_settings(value), evolution=_evolution_settings(value))
     except (TypeError, ValueError) as exc:
         raise pytest.UsageError(f"pytest-r3 settings: {exc}") from None
