@@ -332,3 +332,56 @@ def test_a_candidate_that_keeps_killing_workers_is_a_crash(recorded, cluster):
         client.wait_for_workers(2, timeout=120)
         survivor = pool.servers[0].evaluate(Candidate(macros={"ORDER": 1}, label="after"))
         assert survivor.ok, survivor.summary()  # the cluster is still there
+
+
+# -- an existing scheduler ---------------------------------------------------------------------
+def _start(args: list[str], log: Path) -> subprocess.Popen:
+    with open(log, "wb") as stream:
+        return subprocess.Popen(args, stdout=stream, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+
+
+def test_a_lost_scheduler_ends_the_run_with_its_results_saved(tmp_path: Path):
+    budget = 12
+    project = make_project(tmp_path / "project", {"ORDER": [0, 1]}, f"""
+        r3_search_pipeline = true
+        r3_budget = {budget}
+    """)
+    dask = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
+    address_file = tmp_path / "scheduler.json"
+    scheduler = _start([*dask, "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                        "--scheduler-file", str(address_file)], tmp_path / "scheduler.log")
+    worker = None
+    try:
+        deadline = time.monotonic() + 60
+        while not address_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        address = json.loads(address_file.read_text())["address"]
+        worker = _start([sys.executable, "-m", "distributed.cli.dask_worker", address,
+                         "--nthreads", "1", "--no-dashboard"], tmp_path / "worker.log")
+        process = subprocess.Popen(command("--r3-tune", "--r3-dask", address), cwd=project,
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True, start_new_session=True)
+        store = project / ".r3" / "results" / "dask_scale"
+        while time.monotonic() < deadline + 180 and process.poll() is None:
+            files = list(store.glob("*.jsonl")) if store.exists() else []
+            if files and len(files[0].read_text().splitlines()) >= 3:
+                os.killpg(scheduler.pid, signal.SIGKILL)
+                break
+            time.sleep(0.05)
+        output, _ = process.communicate(timeout=240)
+    finally:
+        for started in (worker, scheduler):
+            if started is not None and started.poll() is None:
+                os.killpg(started.pid, signal.SIGKILL)
+    assert process.returncode == 1, output
+    assert f"lost the Dask scheduler at {address}" in output
+    assert "run again to resume" in output
+    saved = [r["key"] for r in results(project)]
+    assert 3 <= len(saved) < budget, output
+
+    resumed = run(project, "--r3-tune")  # here, on the local pool: the same results store
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    keys = [r["key"] for r in results(project)]
+    assert len(keys) == len(set(keys)), "an evaluation was repeated"
+    assert set(saved) <= set(keys)

@@ -66,8 +66,11 @@ class DaskCluster:
         self.kind, self.where = parse_address(address)
         self._client = None
         self._cluster = None
+        self.lost = ""  # why the scheduler is gone, once it is: later kernels stop at once
 
     def client(self):
+        if self.lost:
+            raise ReplayError(self.lost)
         if self._client is not None:
             return self._client
         distributed = _distributed()
@@ -87,7 +90,28 @@ class DaskCluster:
                               f"{exc}") from None
         return self._client
 
+    def lose(self, exc: BaseException) -> ReplayError:
+        """The scheduler is gone: the error that ends each kernel's tuning from now on."""
+        if not self.lost:
+            self.lost = (f"lost the Dask scheduler at {self.address} ({type(exc).__name__}: "
+                         f"{' '.join(str(exc).split())}); what was measured is saved: run "
+                         "again to resume")
+            import logging
+
+            quiet = logging.getLogger("distributed.client")
+            level, quiet.level = quiet.level, logging.CRITICAL  # its traceback says no more
+            try:  # else the client waits out its reconnection timeout before the run ends
+                self._client.close(timeout=2)
+            except Exception:
+                pass
+            finally:
+                quiet.setLevel(level)
+        return ReplayError(self.lost)
+
     def close(self) -> None:
+        if self.lost and self._cluster is None:  # nothing to close: it would only wait
+            self._client = None                   # for a reconnection that cannot come
+            return
         for thing in (self._client, self._cluster):
             if thing is not None:
                 try:
@@ -261,9 +285,7 @@ class RemoteServer:
             except distributed.KilledWorker as killed:
                 result = _killed(candidate, killed)
             except (CancelledError, OSError, TimeoutError) as exc:
-                raise ReplayError(f"lost the Dask scheduler at {pool.cluster.address} "
-                                  f"({type(exc).__name__}: {exc}); what was measured is "
-                                  "saved: run again to resume") from None
+                raise pool.cluster.lose(exc) from None
             pool.note(result)
             return result
         raise ReplayError(f"kernel {pool.spec.name!r}: recordings sent to Dask workers were "
