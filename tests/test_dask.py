@@ -25,6 +25,7 @@ from pytest_r3.replay.dask_pool import (  # noqa: E402
     DaskAddressError,
     DaskCluster,
     DaskPool,
+    choose_workers,
     parse_address,
 )
 from pytest_r3.replay.protocol import Candidate, KernelSpec, ReplaySettings  # noqa: E402
@@ -385,3 +386,27 @@ def test_a_lost_scheduler_ends_the_run_with_its_results_saved(tmp_path: Path):
     keys = [r["key"] for r in results(project)]
     assert len(keys) == len(set(keys)), "an evaluation was repeated"
     assert set(saved) <= set(keys)
+
+
+def test_only_workers_of_this_target_run_candidates():
+    own = {"target": "cpu-x86_64-znver4", "features": "f1"}
+    targets = {"tcp://a:1": own, "tcp://b:1": {"target": "cpu-aarch64-neoverse-v2",
+                                               "features": "f9"},
+               "tcp://c:1": {"target": "cpu-x86_64-znver4", "features": "f2"},
+               "tcp://d:1": own}
+    info = {"tcp://a:1": {"nthreads": 2}, "tcp://b:1": {"nthreads": 4},
+            "tcp://c:1": {"nthreads": 1}, "tcp://d:1": {"nthreads": 1}}
+    slots, skipped, by_resource = choose_workers(own, targets, info, gpu=False)
+    assert slots == {"tcp://a:1": 2, "tcp://d:1": 1} and not by_resource
+    assert skipped == {"tcp://b:1": "target cpu-aarch64-neoverse-v2",
+                       "tcp://c:1": "target cpu-x86_64-znver4 with other CPU features"}
+
+    gpu = {"target": "cuda-sm_90-nvidia-h100", "features": None}
+    targets = {"tcp://g:1": gpu, "tcp://h:1": gpu, "tcp://i:1": {
+        "target": "none (cuda: no CUDA driver)", "features": None}}
+    info = {"tcp://g:1": {"nthreads": 8, "resources": {"GPU": 4}},
+            "tcp://h:1": {"nthreads": 8}, "tcp://i:1": {"nthreads": 8}}
+    slots, skipped, by_resource = choose_workers(gpu, targets, info, gpu=True)
+    assert slots == {"tcp://g:1": 4} and by_resource  # one slot per declared GPU
+    assert skipped["tcp://h:1"] == "declares no GPU resource"
+    assert skipped["tcp://i:1"].startswith("target none (cuda:")

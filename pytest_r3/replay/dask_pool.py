@@ -162,28 +162,21 @@ class DaskPool:
     def start(self) -> DaskPool:
         client = self.cluster.client()
         own = dask_worker.worker_target(self.spec.backend)
-        targets = client.run(dask_worker.worker_target, self.spec.backend)
-        info = client.scheduler_info()["workers"]
-        slots: dict[str, int] = {}
+        try:
+            targets = client.run(dask_worker.worker_target, self.spec.backend)
+        except ImportError as exc:
+            raise ReplayError(f"the Dask workers at {self.cluster.address} cannot import "
+                              f"pytest-r3 ({exc}): install it in their environment") from None
         gpu = self.spec.backend != "cpu"
-        for address, target in sorted(targets.items()):
-            if (target["target"], target["features"]) != (own["target"], own["features"]):
-                self.skipped[address] = f"target {target['target']}" + (
-                    " (other CPU features)" if target["target"] == own["target"] else "")
-                continue
-            count = int(info[address].get("resources", {}).get("GPU", 0)) if gpu \
-                else int(info[address].get("nthreads", 1))
-            if count < 1:
-                self.skipped[address] = "declares no GPU resource"
-                continue
-            slots[address] = count
+        slots, self.skipped, by_resource = choose_workers(
+            own, targets, client.scheduler_info()["workers"], gpu)
         if not slots:
             raise ReplayError(f"kernel {self.spec.name!r}: no Dask worker at "
                               f"{self.cluster.address} can run it for target {own['target']}"
                               + (f" (skipped: {self._skipped()})" if self.skipped else
                                  " (the cluster has no workers)"))
         self.used = sorted(slots)
-        self.resources = {"GPU": 1} if gpu else None
+        self.resources = {"GPU": 1} if by_resource else None
         hosts = {_host(a) for a in self.used}
         if any(_host(a) in hosts for a in self.skipped):
             self.hosts = self.used  # a mixed host: pin to the addresses themselves
@@ -299,6 +292,30 @@ def _killed(candidate: Candidate, killed: Exception) -> Result:
                                "often than the scheduler allows (allowed-failures): "
                                + " ".join(str(killed).split())],
                   details={"kind": "worker_lost"})
+
+
+def choose_workers(own: dict, targets: dict[str, dict], info: dict[str, dict],
+                   gpu: bool) -> tuple[dict[str, int], dict[str, str], bool]:
+    """(slots per worker used, why each other worker is skipped, whether GPU tasks go by
+    the workers' ``GPU`` resource). A worker runs candidates only if its target (and CPU
+    features) are the submitting machine's; a GPU worker gets one slot per GPU it declares
+    (``--resources GPU=n``); with no worker declaring GPUs, one per worker thread."""
+    slots: dict[str, int] = {}
+    skipped: dict[str, str] = {}
+    by_resource = gpu and any(w.get("resources", {}).get("GPU") for w in info.values())
+    for address, target in sorted(targets.items()):
+        if (target["target"], target["features"]) != (own["target"], own["features"]):
+            skipped[address] = f"target {target['target']}" + (
+                " with other CPU features" if target["target"] == own["target"] else "")
+            continue
+        worker = info.get(address, {})
+        count = int(worker.get("resources", {}).get("GPU", 0)) if by_resource \
+            else int(worker.get("nthreads", 1))
+        if count < 1:
+            skipped[address] = "declares no GPU resource"
+            continue
+        slots[address] = count
+    return slots, skipped, by_resource
 
 
 def _host(address: str) -> str:

@@ -63,7 +63,11 @@ def _cache_root() -> Path:
 def worker_target(backend: str) -> dict:
     """What this worker's timings are valid for: the backend's target name and, on CPUs,
     the hash of the CPU features the code is built for."""
-    target = get_backend(backend).target_name()
+    try:
+        target = get_backend(backend).target_name()
+    except Exception as exc:  # no GPU, no driver: this worker cannot serve the backend
+        return {"target": f"none ({backend}: {' '.join(str(exc).split())[:120]})",
+                "features": None, "pid": os.getpid()}
     features = None
     if backend == "cpu":
         from ..backends.clang import host_target
