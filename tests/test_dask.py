@@ -410,3 +410,22 @@ def test_only_workers_of_this_target_run_candidates():
     assert slots == {"tcp://g:1": 4} and by_resource  # one slot per declared GPU
     assert skipped["tcp://h:1"] == "declares no GPU resource"
     assert skipped["tcp://i:1"].startswith("target none (cuda:")
+
+
+def test_the_slurm_snippet_of_the_docs_builds_its_cluster():
+    pytest.importorskip("dask_jobqueue")
+    page = (Path(__file__).parents[1] / "docs" / "scale-out.md").read_text()
+    (block,) = [b.split("\n", 1)[1] for b in page.split("```")
+                if b.startswith("python\n") and "SLURMCluster(" in b]
+    setup = block[:block.index("cluster.scale")]  # submitting jobs needs SLURM: not here
+    namespace: dict = {}
+    exec(setup.replace('"port": 8786', '"port": 0'), namespace)
+    cluster = namespace["cluster"]
+    try:
+        script = cluster.job_script()
+        assert "#SBATCH -p compute" in script and "#SBATCH --exclusive" in script
+        assert "source ~/venvs/r3/bin/activate" in script
+        assert "--nthreads 16" in script  # one worker per job, one replay server per core
+        assert cluster.scheduler_address.startswith("tcp://")
+    finally:
+        cluster.close()
