@@ -70,7 +70,7 @@ TEST_PY = textwrap.dedent("""
 
 
     @pytest.mark.r3_oracle(dask_scale)
-    @pytest.mark.parametrize("n", [3, 384])
+    @pytest.mark.parametrize("n", [3, 512])
     def test_dask_scale(n):
         grid = np.random.default_rng(n).random((n, n), dtype=np.float32)
         out = np.empty_like(grid)
@@ -268,6 +268,10 @@ def test_pool_evaluates_on_contained_servers_that_live_across_tasks(recorded, cl
         assert crash.status == "crash" and crash.label == "crash", crash.summary()
         again = pool.servers[0].evaluate(Candidate(macros={"ORDER": 1}, label="again"))
         assert again.ok, again.summary()
+        rewrite = spec.source_text.replace("#if ORDER\n", "#if 1\n")  # always row by row
+        assert rewrite != spec.source_text
+        rewritten = pool.servers[1].evaluate(Candidate(source_text=rewrite, label="rewrite"))
+        assert rewritten.ok and rewritten.timing["speedup"] > 1.5, rewritten.summary()
         after = client.run(lambda: sorted(p.pid for p in psutil.Process().children()))
         # one replay server per worker, started with the pool: a candidate costs a task,
         # not a server start (only the crashed one was replaced)
@@ -429,3 +433,35 @@ def test_the_slurm_snippet_of_the_docs_builds_its_cluster():
         assert cluster.scheduler_address.startswith("tcp://")
     finally:
         cluster.close()
+
+
+def test_headers_go_to_workers_that_cannot_see_them(tmp_path: Path, cluster):
+    import numpy as np
+
+    import pytest_r3 as r3
+    from pytest_r3.record.store import capture
+
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "factor.h").write_text("#define FACTOR 3.0f\n")
+    (source / "hdr_scale.c").write_text(
+        '#include "factor.h"\n'
+        "void hdr_scale(long n, const float *x, float *y)\n"
+        "{\n    for (long i = 0; i < n; ++i)\n        y[i] = FACTOR * x[i];\n}\n")
+    kernel = r3.kernel(source / "hdr_scale.c", entry="hdr_scale", name="dask_hdr_scale")
+    store = RecordingStore(tmp_path / "recordings")
+    launcher = kernel.build()
+    args = (4096, np.arange(4096, dtype=np.float32), np.zeros(4096, dtype=np.float32))
+    _, recording = capture(kernel, args, lambda: launcher(*args), "t.py::test_scale")
+    keys = store.save(kernel.name, [recording], cap_bytes=1 << 26)["kept"]
+
+    pool = DaskPool(cluster, KernelSpec.from_kernel(kernel), store.root, keys, FAST)
+    assert pool.headers == {"0/factor.h": b"#define FACTOR 3.0f\n"}
+    assert dask_worker.with_headers(pool.job["spec"], pool.headers) == pool.job["spec"]
+    (source / "factor.h").rename(tmp_path / "factor.h.moved")  # no worker sees it any more
+    with pool:
+        result = pool.servers[0].evaluate(Candidate(label="baseline"))
+    assert result.ok, result.summary()
+    moved = dask_worker.with_headers(pool.job["spec"], pool.headers)
+    (folder,) = moved["include_dirs"]
+    assert (Path(folder) / "factor.h").read_bytes() == b"#define FACTOR 3.0f\n"

@@ -17,6 +17,7 @@ import time
 from concurrent.futures import CancelledError
 from dataclasses import asdict
 from pathlib import Path
+from types import SimpleNamespace
 
 from ..errors import R3Error
 from . import dask_worker, protocol
@@ -138,6 +139,7 @@ class DaskPool:
         self.hosts: list[str] | None = None  # the placement restriction, None: anywhere
         self.resources: dict | None = None
         self.manifest = self._manifest()
+        self.headers = local_headers(spec)
         self.digest = dask_worker.manifest_digest(self.manifest)
         self.key = dask_worker.server_key(spec.as_dict(), asdict(settings), self.digest,
                                           address_space)
@@ -154,9 +156,14 @@ class DaskPool:
                 files[relative] = dask_worker.file_digest((self.root / relative).read_bytes())
         return files
 
-    def _args(self) -> tuple:
-        return (self.key, self.spec.as_dict(), asdict(self.settings), self.digest,
-                str(self.root), self.manifest, self.keys, self.address_space)
+    @property
+    def job(self) -> dict:
+        """What a worker needs to start this kernel's replay server, sent with each task
+        (the recordings themselves travel apart, once; headers are small)."""
+        return {"key": self.key, "spec": self.spec.as_dict(), "settings": asdict(self.settings),
+                "digest": self.digest, "root": str(self.root), "manifest": self.manifest,
+                "keys": self.keys, "address_space": self.address_space,
+                "headers": self.headers}
 
     # -- starting -----------------------------------------------------------------------------
     def start(self) -> DaskPool:
@@ -184,7 +191,7 @@ class DaskPool:
             self.hosts = sorted(hosts)  # by host, so a restarted worker still counts
         self.send_recordings(self._missing(self.used))
         started = client.gather([client.submit(
-            dask_worker.start_server, *self._args(), workers=[address],
+            dask_worker.start_server, self.job, workers=[address],
             allow_other_workers=False, pure=False, resources=self.resources)
             for address in self.used])
         self.containment = started[0]["containment"]
@@ -265,8 +272,9 @@ class RemoteServer:
         distributed = _distributed()
         pool = self.pool
         client = pool.cluster.client()
+        job = pool.job
         for _ in range(3):  # each turn: a worker lacked the recordings and was sent them
-            future = client.submit(dask_worker.evaluate, *pool._args(), candidate.as_dict(),
+            future = client.submit(dask_worker.evaluate, job, candidate.as_dict(),
                                    pure=False, workers=pool.hosts, resources=pool.resources,
                                    key=f"r3-{pool.spec.name}-{candidate.key()}-"
                                        f"{time.monotonic_ns()}")
@@ -316,6 +324,24 @@ def choose_workers(own: dict, targets: dict[str, dict], info: dict[str, dict],
             continue
         slots[address] = count
     return slots, skipped, by_resource
+
+
+def local_headers(spec: KernelSpec) -> dict[str, bytes]:
+    """The headers the kernel includes from its own include directories, by
+    ``"<include dir index>/<path in it>"``: a worker that cannot see a directory gets them."""
+    from ..kernel.lock import local_headers as included
+
+    source = SimpleNamespace(text=spec.source_text, include_dirs=spec.include_dirs,
+                             path=Path(spec.filename) if Path(spec.filename).is_file()
+                             else None)
+    dirs = [Path(d).resolve() for d in spec.include_dirs]
+    headers: dict[str, bytes] = {}
+    for _, path in included(source):
+        for index, folder in enumerate(dirs):
+            if folder in path.parents:
+                headers[f"{index}/{path.relative_to(folder).as_posix()}"] = path.read_bytes()
+                break
+    return headers
 
 
 def _host(address: str) -> str:

@@ -110,17 +110,7 @@ def receive_recordings(digest: str, files: dict[str, bytes]) -> str:
                          "hash to the name they were sent under")
     target = _cache_root() / digest
     if not _holds(target, manifest):
-        target.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{digest[:12]}-", dir=target.parent))
-        for path, data in files.items():
-            destination = (staging / path).resolve()
-            if staging.resolve() not in destination.parents:
-                shutil.rmtree(staging, ignore_errors=True)
-                raise ValueError(f"recordings {digest[:12]}: refused file name {path!r}")
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            destination.write_bytes(data)
-        shutil.rmtree(target, ignore_errors=True)
-        os.replace(staging, target)
+        _store(target, files, f"recordings {digest[:12]}")
     with _lock:
         _recordings[digest] = str(target)
     return str(target)
@@ -133,23 +123,59 @@ def server_key(spec: dict, settings: dict, digest: str, address_space: int) -> s
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
-def _checkout(key: str, spec: dict, settings: dict, digest: str, root: str,
-              manifest: dict[str, str], keys: list[str], address_space: int) -> ReplayServer:
+def with_headers(spec: dict, headers: dict[str, bytes]) -> dict:
+    """The spec, its include directories that this worker cannot see (or sees with other
+    contents) replaced by a copy of the headers the kernel includes from them.
+    ``headers`` maps ``"<include dir index>/<path in it>"`` to the file's bytes."""
+    dirs = list(spec["include_dirs"])
+    by_dir: dict[int, dict[str, bytes]] = {}
+    for name, data in headers.items():
+        index, _, relative = name.partition("/")
+        by_dir.setdefault(int(index), {})[relative] = data
+    stale = [index for index, files in by_dir.items()
+             if not _holds(Path(dirs[index]), {p: file_digest(d) for p, d in files.items()})]
+    if not stale:
+        return spec
+    digest = manifest_digest({name: file_digest(data) for name, data in headers.items()})
+    target = _cache_root().parent / "r3-headers" / digest
+    if not _holds(target, {name: file_digest(data) for name, data in headers.items()}):
+        _store(target, headers, f"headers {digest[:12]}")
+    for index in stale:
+        dirs[index] = str(target / str(index))
+    return {**spec, "include_dirs": dirs}
+
+
+def _store(target: Path, files: dict[str, bytes], what: str) -> None:
+    """Write ``files`` under ``target`` all at once (staged, then renamed into place)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name[:12]}-", dir=target.parent))
+    for path, data in files.items():
+        destination = (staging / path).resolve()
+        if staging.resolve() not in destination.parents:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise ValueError(f"{what}: refused file name {path!r}")
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        destination.write_bytes(data)
+    shutil.rmtree(target, ignore_errors=True)
+    os.replace(staging, target)
+
+
+def _checkout(job: dict) -> ReplayServer:
+    key = job["key"]
     with _lock:
         idle = _idle.get(key)
         if idle:
             return idle.pop()
         judge = _judges.get(key)
-    folder = locate_recordings(digest, root, manifest)
+    folder = locate_recordings(job["digest"], job["root"], job["manifest"])
     if folder is None:
-        worker = _worker()
-        raise RecordingsMissing(digest, worker.address)
-    kernel = KernelSpec.from_dict(spec)
+        raise RecordingsMissing(job["digest"], _worker().address)
+    kernel = KernelSpec.from_dict(with_headers(job["spec"], job["headers"]))
     logs = Path(_cache_root().parent) / "r3-logs"
     logs.mkdir(parents=True, exist_ok=True)
-    server = ReplayServer(kernel, folder, keys, ReplaySettings.from_dict(settings),
-                          address_space=address_space, log_path=logs / f"{kernel.name}.log",
-                          reference=judge).start()
+    server = ReplayServer(kernel, folder, job["keys"], ReplaySettings.from_dict(job["settings"]),
+                          address_space=job["address_space"],
+                          log_path=logs / f"{kernel.name}.log", reference=judge).start()
     with _lock:
         _judges.setdefault(key, server.judge)
     return server
@@ -160,26 +186,24 @@ def _checkin(key: str, server: ReplayServer) -> None:
         _idle.setdefault(key, []).append(server)
 
 
-def start_server(key: str, spec: dict, settings: dict, digest: str, root: str,
-                 manifest: dict[str, str], keys: list[str], address_space: int) -> dict:
+def start_server(job: dict) -> dict:
     """Start (or find) a replay server for the kernel on this worker, before any candidate:
-    a baseline that fails here fails the run now, with its reason."""
-    server = _checkout(key, spec, settings, digest, root, manifest, keys, address_space)
-    _checkin(key, server)
+    a baseline that fails here fails the run now, with its reason. ``job`` says which
+    kernel (see DaskPool.job)."""
+    server = _checkout(job)
+    _checkin(job["key"], server)
     return {"containment": server.containment, "worker": _worker().address}
 
 
-def evaluate(key: str, spec: dict, settings: dict, digest: str, root: str,
-             manifest: dict[str, str], keys: list[str], address_space: int,
-             candidate: dict) -> dict:
+def evaluate(job: dict, candidate: dict) -> dict:
     """One candidate on one of this worker's replay servers: the result, as plain data."""
-    server = _checkout(key, spec, settings, digest, root, manifest, keys, address_space)
+    server = _checkout(job)
     try:
         result = server.evaluate(Candidate.from_dict(candidate))
     except BaseException:
         server.close()  # a server that raised is not trusted for the next task
         raise
-    _checkin(key, server)
+    _checkin(job["key"], server)
     result.details["dask_worker"] = _worker().address
     return result.as_dict()
 
