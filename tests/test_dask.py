@@ -15,6 +15,15 @@ import time
 from pathlib import Path
 
 import pytest
+from test_llm import (
+    IKJ,
+    ModelScript,
+    ScriptedChatServer,
+    mm_project,  # noqa: F401  (the fixture: a project a model rewrites)
+    tune_with_model,
+)
+
+from pytest_r3.backends.clang import source_hash
 
 pytest.importorskip("distributed")
 psutil = pytest.importorskip("psutil")
@@ -465,3 +474,27 @@ def test_headers_go_to_workers_that_cannot_see_them(tmp_path: Path, cluster):
     moved = dask_worker.with_headers(pool.job["spec"], pool.headers)
     (folder,) = moved["include_dirs"]
     assert (Path(folder) / "factor.h").read_bytes() == b"#define FACTOR 3.0f\n"
+
+
+# -- the LLM outer loop ------------------------------------------------------------------------
+def test_the_rewrite_loop_evaluates_on_dask(mm_project: Path):  # noqa: F811
+    """The model's answers (a broken one, a malicious one, a wrong one, a good one) are
+    judged on the Dask worker's contained replay servers while requests stay in flight."""
+    ini = mm_project / "pytest.ini"
+    ini.write_text(ini.read_text() + "r3_dask = local:1\n")
+    with ScriptedChatServer(ModelScript()) as server:
+        result = tune_with_model(mm_project, server.base_url)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "mm: Dask at local:1: 1 worker(s) used" in result.stdout
+    assert "tuned (source rewrite)" in result.stdout
+    events = [json.loads(line) for line in
+              (mm_project / ".r3" / "runs" / "mm" / "events.jsonl").read_text().splitlines()]
+    judged = [e for e in events if e["event"] == "result"]
+    assert {"compile_error", "sandbox_violation", "wrong_output", "ok"} <= \
+        {e["status"] for e in judged}
+    assert all(e["result"]["details"].get("dask_worker", "").startswith("tcp://127.0.0.1:")
+               for e in judged)  # every answer was judged on the cluster
+    assert not (mm_project / "pwned").exists()
+    lock = json.loads((mm_project / "r3.lock").read_text())
+    (entry,) = lock["kernels"]["mm"].values()
+    assert entry["rewrite_hash"] == source_hash(IKJ)
