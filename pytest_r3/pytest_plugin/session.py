@@ -12,6 +12,7 @@ pytest (:mod:`.distributed`, :mod:`.oracle_run`).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -274,6 +275,9 @@ def tuning_settings(config: pytest.Config) -> TuningSettings:
             parse_address(dask)
         except DaskAddressError as exc:
             raise pytest.UsageError(str(exc)) from None
+        if importlib.util.find_spec("distributed") is None:
+            raise pytest.UsageError(f"--r3-dask {dask}: needs the 'distributed' package: "
+                                    "pip install 'pytest-r3[dask]'")
     try:
         replay = ReplaySettings(run_timeout=float(value("r3_run_timeout")),
                                 compile_timeout=float(value("r3_compile_timeout")),

@@ -68,6 +68,7 @@ class DaskCluster:
         self._client = None
         self._cluster = None
         self.lost = ""  # why the scheduler is gone, once it is: later kernels stop at once
+        self._losing = threading.Lock()  # every slot's thread learns it at the same moment
 
     def client(self):
         if self.lost:
@@ -86,13 +87,18 @@ class DaskCluster:
         else:
             try:
                 self._client = distributed.Client(self.where, timeout=30)
-            except (OSError, TimeoutError) as exc:
-                raise R3Error(f"--r3-dask {self.address}: cannot reach the Dask scheduler: "
-                              f"{exc}") from None
+            except (OSError, TimeoutError) as exc:  # once: the next kernels fail at once
+                self.lost = (f"--r3-dask {self.address}: cannot reach the Dask scheduler: "
+                             f"{' '.join(str(exc).split())}")
+                raise ReplayError(self.lost) from None
         return self._client
 
     def lose(self, exc: BaseException) -> ReplayError:
         """The scheduler is gone: the error that ends each kernel's tuning from now on."""
+        with self._losing:
+            return self._lose(exc)
+
+    def _lose(self, exc: BaseException) -> ReplayError:
         if not self.lost:
             self.lost = (f"lost the Dask scheduler at {self.address} ({type(exc).__name__}: "
                          f"{' '.join(str(exc).split())}); what was measured is saved: run "
@@ -100,7 +106,8 @@ class DaskCluster:
             import logging
 
             quiet = logging.getLogger("distributed.client")
-            level, quiet.level = quiet.level, logging.CRITICAL  # its traceback says no more
+            level = quiet.level
+            quiet.setLevel(logging.CRITICAL)  # its traceback would say nothing more
             try:  # else the client waits out its reconnection timeout before the run ends
                 self._client.close(timeout=2)
             except Exception:
