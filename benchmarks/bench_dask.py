@@ -88,14 +88,24 @@ def throughput(servers: list, batch: list) -> tuple[float, list]:
     return len(batch) / (time.perf_counter() - started), results
 
 
-def per_evaluation(server, candidate, repeats: int) -> float:
-    """Median seconds of one evaluation of ``candidate`` on ``server`` alone."""
-    times = []
+def per_evaluation(server, candidate, repeats: int) -> tuple[float, float]:
+    """(median seconds of one evaluation of ``candidate`` on ``server`` alone, median
+    seconds of it spent outside the replay server's own evaluation: what the pool adds,
+    immune to how long the evaluation itself took this time)."""
+    times, added = [], []
     for _ in range(repeats):
         started = time.perf_counter()
-        server.evaluate(candidate)
+        result = server.evaluate(candidate)
         times.append(time.perf_counter() - started)
-    return statistics.median(times)
+        added.append(times[-1] - result.details["seconds"])
+    return statistics.median(times), statistics.median(added)
+
+
+def statuses(results: list) -> str:
+    counts: dict[str, int] = {}
+    for result in results:
+        counts[result.status] = counts.get(result.status, 0) + 1
+    return ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
 
 
 def _noop(x: int) -> int:
@@ -142,7 +152,7 @@ def main() -> None:
     counts = [int(n) for n in args.dask.split(",")]
     names = args.kernels.split(",")
     rates: dict[tuple[str, str], float] = {}
-    overhead: dict[str, tuple[float, float]] = {}
+    overhead: dict[str, tuple[float, ...]] = {}
     starts: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         r3_dir = Path(tmp) / "r3"
@@ -160,11 +170,11 @@ def main() -> None:
         for name in names:
             spec, keys = pools(name)
             with ServerPool(spec, store.root, keys, settings, args.workers) as pool:
-                rates[(label, name)], _ = throughput(pool.servers, batches[name])
-                local_one = per_evaluation(pool.servers[0], batches[name][0], args.repeats)
-            overhead[name] = (local_one, 0.0)
-            print(f"{label:<18} {name:<11} {rates[(label, name)]:6.2f} evaluations/s",
-                  flush=True)
+                rates[(label, name)], results = throughput(pool.servers, batches[name])
+                overhead[name] = per_evaluation(pool.servers[0], batches[name][0],
+                                                args.repeats)
+            print(f"{label:<18} {name:<11} {rates[(label, name)]:6.2f} evaluations/s "
+                  f"({statuses(results)})", flush=True)
         scheduler, scheduler_workers = None, 0
         for count in counts:
             label = f"Dask local:{count}"
@@ -181,12 +191,11 @@ def main() -> None:
                         rates[(label, name)], results = throughput(pool.servers,
                                                                    batches[name])
                         if count == 1:
-                            dask_one = per_evaluation(pool.servers[0], batches[name][0],
-                                                      args.repeats)
-                            overhead[name] = (overhead[name][0], dask_one)
+                            overhead[name] = (*overhead[name], *per_evaluation(
+                                pool.servers[0], batches[name][0], args.repeats))
                     print(f"{label:<18} {name:<11} {rates[(label, name)]:6.2f} evaluations/s"
-                          f" (servers started in {starts[f'{label} {name}']:.1f} s; "
-                          f"{sum(r.ok for r in results)}/{len(results)} ok)", flush=True)
+                          f" ({statuses(results)}; servers started in "
+                          f"{starts[f'{label} {name}']:.1f} s)", flush=True)
                 if count == max(counts):  # no-op tasks spread over every worker
                     scheduler = scheduler_overhead(cluster.client(), args.noop_tasks)
                     scheduler_workers = count
@@ -202,11 +211,15 @@ def main() -> None:
         print(f"{name:<12}" + "".join(f"{rates[(lab, name)]:>20.2f}" for lab in labels))
     print("cluster start: " + ", ".join(f"{lab} {starts[lab]:.1f} s" for lab in labels[1:]))
     print()
-    print("per-task overhead of Dask (median seconds per evaluation of one candidate, alone):")
+    print("per-task overhead (one candidate again and again on one slot; medians): whole "
+          "evaluation, and the part outside the replay server's own evaluation")
     for name in names:
-        local_one, dask_one = overhead[name]
-        print(f"  {name:<11} local {local_one * 1e3:8.1f} ms   Dask {dask_one * 1e3:8.1f} ms"
-              f"   overhead {(dask_one - local_one) * 1e3:+7.1f} ms")
+        if len(overhead[name]) < 4:
+            continue
+        local_one, local_added, dask_one, dask_added = overhead[name]
+        print(f"  {name:<11} local {local_one * 1e3:8.1f} ms (pool adds "
+              f"{local_added * 1e3:6.2f} ms)   Dask local:1 {dask_one * 1e3:8.1f} ms (task "
+              f"adds {dask_added * 1e3:6.2f} ms)")
     if scheduler is not None:
         per_task, cpu_per_task, trip = scheduler
         print(f"scheduler ({scheduler_workers} worker(s)): {per_task * 1e3:.2f} ms wall per "

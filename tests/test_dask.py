@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import shutil
 import signal
 import subprocess
 import sys
@@ -308,10 +309,51 @@ def test_recordings_are_sent_once_and_checked_on_arrival(recorded, cluster):
         client.run(dask_worker.receive_recordings, pool.digest, damaged)
 
     kept = client.run(dask_worker.receive_recordings, pool.digest, files)
-    for folder in kept.values():
-        assert Path(folder).name == pool.digest and Path(folder) != store.root
+    local = client.run(lambda dask_worker: dask_worker.local_directory)
+    for worker, folder in kept.items():  # each worker's own copy, in its own directory
+        assert Path(folder) == Path(local[worker]) / "r3-recordings" / pool.digest
+        assert dask_worker._holds(Path(folder), pool.manifest)
     missing = dask_worker.RecordingsMissing(pool.digest, "tcp://127.0.0.1:1")
     assert pickle.loads(pickle.dumps(missing)).worker == "tcp://127.0.0.1:1"
+
+
+class FarAway(DaskPool):
+    """A pool whose workers cannot see the recordings folder (as on other machines)."""
+
+    sent: list
+
+    @property
+    def job(self) -> dict:
+        return {**super().job, "root": "/nonexistent/recordings"}
+
+    def send_recordings(self, workers: list[str]) -> None:
+        self.sent = [*getattr(self, "sent", []), *workers]
+        super().send_recordings(workers)
+
+
+def test_workers_that_cannot_see_the_recordings_get_them_once(recorded, cluster):
+    spec, store = recorded
+    client = cluster.client()
+    client.run(dask_worker.release_all)
+    client.run(lambda: dask_worker._recordings.clear())
+    client.run(lambda dask_worker: shutil.rmtree(  # copies an earlier test sent
+        Path(dask_worker.local_directory) / "r3-recordings", ignore_errors=True))
+    with FarAway(cluster, spec, store.root, store.keys(spec.name), FAST) as pool:
+        assert sorted(pool.sent) == sorted(pool.used)  # each worker once, at the start
+        first = pool.servers[0].evaluate(Candidate(macros={"ORDER": 1}))
+        assert first.ok, first.summary()
+        assert sorted(pool.sent) == sorted(pool.used)  # nothing sent again
+        # a worker that lost its copy (a replacement on a new node) is sent it when asked
+        client.run(dask_worker.release_all)
+        client.run(lambda: dask_worker._recordings.clear())
+        client.run(lambda digest, dask_worker: shutil.rmtree(
+            Path(dask_worker.local_directory) / "r3-recordings" / digest), pool.digest)
+        again = pool.servers[0].evaluate(Candidate(macros={"ORDER": 1}))
+        assert again.ok, again.summary()
+        # the wiped worker that got the task was sent them (the retry may land on the other
+        # wiped one, sent them too): once per worker, never twice
+        assert len(pool.used) < len(pool.sent) <= 2 * len(pool.used)
+        assert all(pool.sent.count(worker) <= 2 for worker in pool.used)
 
 
 def test_a_candidate_that_keeps_killing_workers_is_a_crash(recorded, cluster):

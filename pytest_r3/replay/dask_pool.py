@@ -208,7 +208,7 @@ class DaskPool:
 
     def _missing(self, workers: list[str]) -> list[str]:
         client = self.cluster.client()
-        found = client.run(dask_worker.locate_recordings, self.digest, str(self.root),
+        found = client.run(dask_worker.locate_recordings, self.digest, self.job["root"],
                            self.manifest, workers=workers)
         return [address for address, folder in found.items() if folder is None]
 

@@ -53,11 +53,16 @@ def _worker():
     return get_worker()
 
 
-def _cache_root() -> Path:
-    try:
-        return Path(_worker().local_directory) / "r3-recordings"
-    except ValueError:  # not in a worker (tests call these functions directly)
-        return Path(tempfile.gettempdir()) / "r3-recordings"
+def _cache_root(worker=None) -> Path:
+    """Where this worker keeps recordings it was sent: its own local directory. Functions
+    sent with ``Client.run`` get the worker as their ``dask_worker`` argument; tasks find it
+    with ``get_worker``."""
+    if worker is None:
+        try:
+            worker = _worker()
+        except ValueError:  # not on a worker (tests call these functions directly)
+            return Path(tempfile.gettempdir()) / "r3-recordings"
+    return Path(worker.local_directory) / "r3-recordings"
 
 
 def worker_target(backend: str) -> dict:
@@ -77,7 +82,8 @@ def worker_target(backend: str) -> dict:
     return {"target": target, "features": features, "pid": os.getpid()}
 
 
-def locate_recordings(digest: str, root: str, manifest: dict[str, str]) -> str | None:
+def locate_recordings(digest: str, root: str, manifest: dict[str, str],
+                      dask_worker=None) -> str | None:
     """A folder on this worker holding exactly the recordings ``manifest`` names: a copy
     received earlier, or the submitter's own folder when this worker sees it with the same
     contents; None when neither (then they must be sent, once)."""
@@ -85,7 +91,7 @@ def locate_recordings(digest: str, root: str, manifest: dict[str, str]) -> str |
         known = _recordings.get(digest)
     if known is not None:
         return known
-    for folder in (_cache_root() / digest, Path(root)):
+    for folder in (_cache_root(dask_worker) / digest, Path(root)):
         if _holds(folder, manifest):
             with _lock:
                 _recordings[digest] = str(folder)
@@ -101,14 +107,14 @@ def _holds(folder: Path, manifest: dict[str, str]) -> bool:
         return False
 
 
-def receive_recordings(digest: str, files: dict[str, bytes]) -> str:
+def receive_recordings(digest: str, files: dict[str, bytes], dask_worker=None) -> str:
     """Store sent recordings under their hash, after checking every file and the whole set
     against it (a damaged transfer is refused, never replayed)."""
     manifest = {path: file_digest(data) for path, data in files.items()}
     if manifest_digest(manifest) != digest:
         raise ValueError(f"recordings {digest[:12]} arrived damaged: their contents do not "
                          "hash to the name they were sent under")
-    target = _cache_root() / digest
+    target = _cache_root(dask_worker) / digest
     if not _holds(target, manifest):
         _store(target, files, f"recordings {digest[:12]}")
     with _lock:
