@@ -398,7 +398,7 @@ def _start(args: list[str], log: Path) -> subprocess.Popen:
 
 
 def test_a_lost_scheduler_ends_the_run_with_its_results_saved(tmp_path: Path):
-    budget = 12
+    budget = 8
     project = make_project(tmp_path / "project", {"ORDER": [0, 1]}, f"""
         r3_search_pipeline = true
         r3_budget = {budget}
@@ -421,7 +421,7 @@ def test_a_lost_scheduler_ends_the_run_with_its_results_saved(tmp_path: Path):
         store = project / ".r3" / "results" / "dask_scale"
         while time.monotonic() < deadline + 180 and process.poll() is None:
             files = list(store.glob("*.jsonl")) if store.exists() else []
-            if files and len(files[0].read_text().splitlines()) >= 3:
+            if files and len(files[0].read_text().splitlines()) >= 2:
                 os.killpg(scheduler.pid, signal.SIGKILL)
                 break
             time.sleep(0.05)
@@ -434,7 +434,7 @@ def test_a_lost_scheduler_ends_the_run_with_its_results_saved(tmp_path: Path):
     assert f"lost the Dask scheduler at {address}" in output
     assert "run again to resume" in output
     saved = [r["key"] for r in results(project)]
-    assert 3 <= len(saved) < budget, output
+    assert 2 <= len(saved) < budget, output
 
     resumed = run(project, "--r3-tune")  # here, on the local pool: the same results store
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr

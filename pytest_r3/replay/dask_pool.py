@@ -133,6 +133,8 @@ class DaskPool:
     """The local pool's interface (``start``, ``servers``, ``containment``, ``close``) over
     the workers of a Dask cluster that share this machine's target."""
 
+    START_TIMEOUT = 600.0  # seconds for the workers to learn the baseline's reference
+
     def __init__(self, cluster: DaskCluster, spec: KernelSpec, recordings_root: str | Path,
                  keys: list[str], settings: ReplaySettings, *,
                  address_space: int = DEFAULT_ADDRESS_SPACE) -> None:
@@ -197,10 +199,24 @@ class DaskPool:
         elif self.skipped:
             self.hosts = sorted(hosts)  # by host, so a restarted worker still counts
         self.send_recordings(self._missing(self.used))
-        started = client.gather([client.submit(
-            dask_worker.start_server, self.job, workers=[address],
-            allow_other_workers=False, pure=False, resources=self.resources)
-            for address in self.used])
+        futures = [client.submit(dask_worker.start_server, self.job, workers=[address],
+                                 allow_other_workers=False, pure=False,
+                                 resources=self.resources) for address in self.used]
+        # a warm-up: a worker that dies meanwhile (its task would wait for it forever) is
+        # simply not warmed; a baseline that fails on a worker fails the run here
+        distributed = _distributed()
+        done, waiting = distributed.wait(futures, timeout=self.START_TIMEOUT)
+        client.cancel(list(waiting))
+        started = []
+        for future in done:
+            try:
+                started.append(future.result())
+            except distributed.KilledWorker:
+                continue
+        if not started:
+            raise ReplayError(f"kernel {self.spec.name!r}: no Dask worker at "
+                              f"{self.cluster.address} started a replay server within "
+                              f"{self.START_TIMEOUT:g} s")
         self.containment = started[0]["containment"]
         self.servers = [RemoteServer(self, index) for index in range(sum(slots.values()))]
         self.started = time.perf_counter()
