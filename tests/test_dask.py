@@ -31,6 +31,7 @@ psutil = pytest.importorskip("psutil")
 
 from pytest_r3.record.store import RecordingStore  # noqa: E402
 from pytest_r3.replay import dask_worker  # noqa: E402
+from pytest_r3.replay.client import ReplayError  # noqa: E402
 from pytest_r3.replay.dask_pool import (  # noqa: E402
     DaskAddressError,
     DaskCluster,
@@ -354,6 +355,16 @@ def test_workers_that_cannot_see_the_recordings_get_them_once(recorded, cluster)
         # wiped one, sent them too): once per worker, never twice
         assert len(pool.used) < len(pool.sent) <= 2 * len(pool.used)
         assert all(pool.sent.count(worker) <= 2 for worker in pool.used)
+
+
+def test_workers_that_start_no_server_in_time_are_named(recorded, cluster):
+    spec, store = recorded
+    cluster.client().run(dask_worker.release_all)
+    pool = DaskPool(cluster, spec, store.root, store.keys(spec.name), FAST)
+    pool.START_TIMEOUT = 0.001  # no worker learns a reference that fast
+    with pytest.raises(ReplayError, match="no Dask worker at local:2 started a replay server "
+                                          "within 0.001 s"):
+        pool.start()
 
 
 def test_a_candidate_that_keeps_killing_workers_is_a_crash(recorded, cluster):

@@ -205,14 +205,19 @@ class DaskPool:
         # a warm-up: a worker that dies meanwhile (its task would wait for it forever) is
         # simply not warmed; a baseline that fails on a worker fails the run here
         distributed = _distributed()
-        done, waiting = distributed.wait(futures, timeout=self.START_TIMEOUT)
-        client.cancel(list(waiting))
+        try:
+            distributed.wait(futures, timeout=self.START_TIMEOUT)
+        except TimeoutError:
+            client.cancel([future for future in futures if future.status == "pending"])
+        except CancelledError as exc:
+            raise self.cluster.lose(exc) from None
         started = []
-        for future in done:
-            try:
-                started.append(future.result())
-            except distributed.KilledWorker:
-                continue
+        for future in futures:
+            if future.status in ("finished", "error"):
+                try:
+                    started.append(future.result())
+                except distributed.KilledWorker:
+                    continue
         if not started:
             raise ReplayError(f"kernel {self.spec.name!r}: no Dask worker at "
                               f"{self.cluster.address} started a replay server within "
