@@ -156,26 +156,37 @@ def test_dask_gives_the_lock_entry_of_the_local_pool(tmp_path: Path):
         r3_budget = 4
         r3_seed = 3
     """
-    local = make_project(tmp_path / "local", {"ORDER": [0, 1]}, ini)
-    dask = make_project(tmp_path / "dask", {"ORDER": [0, 1]},
-                        textwrap.dedent(ini) + "r3_dask = local:2\n")
+    for attempt in range(3):
+        local = make_project(tmp_path / f"local{attempt}", {"ORDER": [0, 1]}, ini)
+        dask = make_project(tmp_path / f"dask{attempt}", {"ORDER": [0, 1]},
+                            textwrap.dedent(ini) + "r3_dask = local:2\n")
+        plain = run(local, "--r3-tune")
+        assert plain.returncode == 0, plain.stdout + plain.stderr
+        assert json.loads((local / "imported.json").read_text()) == []  # nothing of Dask
+        assert "Dask" not in plain.stdout
 
-    plain = run(local, "--r3-tune")
-    assert plain.returncode == 0, plain.stdout + plain.stderr
-    assert json.loads((local / "imported.json").read_text()) == []  # nothing of Dask
-    assert "Dask" not in plain.stdout
-
-    spread = run(dask, "--r3-tune")
-    assert spread.returncode == 0, spread.stdout + spread.stderr
-    assert json.loads((dask / "imported.json").read_text()) == ["dask", "distributed"]
-    assert "dask_scale: Dask at local:2: 2 worker(s) used, 2 slot(s)" in spread.stdout
+        spread = run(dask, "--r3-tune")
+        assert spread.returncode == 0, spread.stdout + spread.stderr
+        assert json.loads((dask / "imported.json").read_text()) == ["dask", "distributed"]
+        assert "dask_scale: Dask at local:2: 2 worker(s) used, 2 slot(s)" in spread.stdout
+        assert sorted(r["key"] for r in results(dask)) == \
+            sorted(r["key"] for r in results(local))  # the same seed asked the same points
+        if (local / "r3.lock").exists() and (dask / "r3.lock").exists():
+            break
+        # on a busy machine a 30x speedup can measure as noise (its ratios' spread is wide),
+        # and the baseline is kept: only that may stop a run from writing the lock entry
+        for project in (local, dask):
+            if not (project / "r3.lock").exists():
+                assert any(r["result"]["timing"].get("within_noise") for r in results(project)
+                           if r["candidate"]["macros"]), project
+    else:
+        pytest.fail("three times, timing noise kept the baseline in one of the runs")
 
     same = ("macros", "pipeline", "configuration", "evaluations", "source_hash",
             "features_hash", "optimizer")
     expected, got = lock_entry(local), lock_entry(dask)
     assert expected["macros"] == {"ORDER": 1}
     assert {k: got[k] for k in same} == {k: expected[k] for k in same}
-    assert sorted(r["key"] for r in results(dask)) == sorted(r["key"] for r in results(local))
     workers = {r["result"]["details"].get("dask_worker") for r in results(dask)}
     assert all(w and w.startswith("tcp://127.0.0.1:") for w in workers)
 
