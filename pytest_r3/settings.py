@@ -53,6 +53,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
            int, metavar="N"),
     Option("r3_workers", "replay workers per kernel; 0 means one per CPU core", 0, int,
            metavar="N"),
+    Option("r3_dask", "evaluate candidates on a Dask cluster: tcp://HOST:PORT (a running "
+           "scheduler) or local:N (N worker processes here); none: the local pool", "", str,
+           metavar="ADDRESS"),
     Option("r3_search_pipeline", "also search the LLVM pipeline (level, vectoriser, unroller, "
            "loop hints, extra passes); false searches the kernel's own tunables only", True,
            _flag, metavar="BOOL"),

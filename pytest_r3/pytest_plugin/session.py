@@ -12,6 +12,7 @@ pytest (:mod:`.distributed`, :mod:`.oracle_run`).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -200,16 +201,19 @@ class TunePlugin:
         names = [name for name in self.recorder.recorded_kernels()
                  if not self.selected or name in self.selected]
         kernels = self._declarations(names)
-        for name in names:
-            if name not in kernels:
-                self._unavailable(name)
-                continue
-            timed_on = self._say_what_times(name)
-            row = tune_kernel(kernels[name], tuning, self.lock_path)
-            row.timed_on = row.timed_on or timed_on  # said even when the baseline was kept
-            if row.status.startswith("FAILED"):
-                self.failures.append(f"{name}: {row.notes[-1]}")
-            self.rows.append(row)
+        try:
+            for name in names:
+                if name not in kernels:
+                    self._unavailable(name)
+                    continue
+                timed_on = self._say_what_times(name)
+                row = tune_kernel(kernels[name], tuning, self.lock_path)
+                row.timed_on = row.timed_on or timed_on  # said even when the baseline was kept
+                if row.status.startswith("FAILED"):
+                    self.failures.append(f"{name}: {row.notes[-1]}")
+                self.rows.append(row)
+        finally:
+            tuning.close()  # a Dask cluster started for the run stops with it
         write_reports(self.r3_dir, self.rows)
 
     def _say_what_times(self, name: str) -> str:
@@ -287,6 +291,17 @@ def tuning_settings(config: pytest.Config) -> TuningSettings:
         budget = Budget.parse(value("r3_budget"))
     except BudgetError as exc:
         raise pytest.UsageError(f"--r3-budget: {exc}") from None
+    dask = str(value("r3_dask")).strip()
+    if dask:
+        from ..replay.dask_pool import DaskAddressError, parse_address
+
+        try:
+            parse_address(dask)
+        except DaskAddressError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        if importlib.util.find_spec("distributed") is None:
+            raise pytest.UsageError(f"--r3-dask {dask}: needs the 'distributed' package: "
+                                    "pip install 'pytest-r3[dask]'")
     try:
         replay = ReplaySettings(run_timeout=float(value("r3_run_timeout")),
                                 compile_timeout=float(value("r3_compile_timeout")),
@@ -297,7 +312,7 @@ def tuning_settings(config: pytest.Config) -> TuningSettings:
             search_pipeline=bool(value("r3_search_pipeline")), replay=replay,
             address_space=int(float(value("r3_memory_limit")) * 2**20),
             **check_thresholds(str(value("r3_check_threshold"))),
-            retune=bool(value("r3_retune")),
+            retune=bool(value("r3_retune")), dask=dask,
             llm=_llm_settings(value), evolution=_evolution_settings(value))
     except (TypeError, ValueError) as exc:
         raise pytest.UsageError(f"pytest-r3 settings: {exc}") from None

@@ -29,6 +29,7 @@ class TuningSettings:
     retune: bool = False                # replace lock entries even with a weaker result
     llm: object = None                  # llm.client.LLMSettings, or None: no rewrites
     evolution: object = None            # llm.evolution.EvolutionSettings
+    dask: str = ""                      # --r3-dask address; "": the local pool
 
 
 @dataclass
@@ -44,19 +45,36 @@ class Tuning:
     say: Callable[[str], None] = print
     model_stopped: str | None = None  # why the model endpoint cannot be used any more
     said: set = field(default_factory=set)
+    cluster: object = None            # replay.dask_pool.DaskCluster, opened on first use
 
     def log_path(self, kernel_name: str) -> Path:
         logs = self.r3_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         return logs / f"{kernel_name}.log"
 
-    def pool(self, kernel, count: int | None = None, **replay_overrides) -> ServerPool:
+    def pool(self, kernel, count: int | None = None, **replay_overrides):
+        """The replay servers of ``kernel``: on the Dask cluster when ``--r3-dask`` names
+        one and no fixed count is asked (a check measures on this machine), else local."""
         settings = replace(self.settings.replay, **replay_overrides)
+        if self.settings.dask and count is None:
+            from ..replay.dask_pool import DaskCluster, DaskPool
+
+            if self.cluster is None:
+                self.cluster = DaskCluster(self.settings.dask)
+            return DaskPool(self.cluster, KernelSpec.from_kernel(kernel), self.recordings.root,
+                            self.recordings.keys(kernel.name), settings,
+                            address_space=self.settings.address_space)
         return ServerPool(KernelSpec.from_kernel(kernel), self.recordings.root,
                           self.recordings.keys(kernel.name), settings,
                           count or self.settings.workers,
                           address_space=self.settings.address_space,
                           log_path=self.log_path(kernel.name))
+
+    def close(self) -> None:
+        """Close the Dask cluster of the run, if one was opened (a local one stops)."""
+        if self.cluster is not None:
+            self.cluster.close()
+            self.cluster = None
 
     def say_once(self, text: str) -> None:
         if text not in self.said:

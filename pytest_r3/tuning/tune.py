@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import time
 
 from .. import __version__
 from ..backends.clang import host_target
@@ -41,7 +42,9 @@ def tune_kernel(kernel, tuning: Tuning, lock_path) -> KernelReport:
         row.notes.append("nothing to tune: no tunables and r3_search_pipeline is false")
         return row
     tuning.say(f"pytest-r3: tuning {kernel.name} on {target} with {settings.optimizer}, "
-               f"budget {settings.budget.describe()}, {settings.workers} worker(s)")
+               f"budget {settings.budget.describe()}, "
+               + (f"on Dask ({settings.dask})" if settings.dask
+                  else f"{settings.workers} worker(s)"))
     space = SearchSpace(kernel.space, kernel.pipeline, tune_pipeline=settings.search_pipeline)
     fingerprint = source_fingerprint(kernel)
     features = features_hash(host_target().features) if kernel.backend_name == "cpu" else None
@@ -61,10 +64,12 @@ def tune_kernel(kernel, tuning: Tuning, lock_path) -> KernelReport:
         with tuning.pool(kernel) as pool:
             if "DEGRADED" in pool.containment:
                 tuning.say(f"pytest-r3: {kernel.name}: candidate {pool.containment}")
+            if getattr(pool, "description", ""):
+                tuning.say(f"pytest-r3: {kernel.name}: {pool.description}")
             outcome = Tuner(kernel.name, kernel.source.hash, space, pool.servers, store,
                             optimizer=settings.optimizer, seed=settings.seed,
                             budget=settings.budget,
-                            progress=_progress(tuning, settings.budget)).run()
+                            progress=_progress(tuning, settings.budget, pool)).run()
             best, result = outcome.best_candidate, outcome.best_result
             if settings.llm is not None and tuning.model_stopped is None:
                 evolution = _evolve(kernel, tuning, pool.servers, space, store, target, best,
@@ -235,14 +240,19 @@ def _write_patch(kernel, tuning: Tuning, rewritten: str) -> str:
     return f"source rewrite written as {path} (apply with git apply)"
 
 
-def _progress(tuning: Tuning, budget):
+def _progress(tuning: Tuning, budget, pool):
     last = [0]
+    started = time.perf_counter()
 
     def report(outcome) -> None:
         done = outcome.evaluations
         if done - last[0] >= 10 or budget.exhausted(done, 0):
             last[0] = done
             total = budget.evaluations if budget.evaluations is not None else "?"
+            rate = getattr(pool, "activity", "") or (
+                f"{outcome.new_evaluations / max(time.perf_counter() - started, 1e-9):.2f} "
+                f"evaluations/s on {len(pool.servers)} local worker(s)")
             tuning.say(f"  {outcome.kernel}: {done}/{total} evaluations, best speedup so "
-                       f"far {outcome.convergence()[-1]:.2f}x ({outcome.new_evaluations} new)")
+                       f"far {outcome.convergence()[-1]:.2f}x ({outcome.new_evaluations} new), "
+                       f"{rate}")
     return report
