@@ -605,6 +605,72 @@ def grid_1d(block: int, size: str = "n"):
     return {"grid": lambda args, t: max(1, cdiv(int(args[size]), block)), "block": block}
 
 
+def case_scale_tiles_in_the_file():
+    """A template kernel's instance that the file instantiates, by its C++ name."""
+    k = suite_kernel("scale_tiles_template.cu", "scale_tiles<16, float>",
+                     {"grid": lambda args, t: max(1, cdiv(int(args["n"]), 16 * 32)),
+                      "block": 32})
+    x = RNG.standard_normal(1000).astype(np.float32)
+    y = x.copy()
+    k(y, np.float32(3.0), x.size)
+    np.testing.assert_array_equal(y, x * np.float32(3.0))
+
+
+def case_scale_tiles_instantiated_for_the_run():
+    """An instance the file never instantiates: the build instantiates it, not the file."""
+    k = suite_kernel("scale_tiles_template.cu", "scale_tiles<2, double>",
+                     {"grid": lambda args, t: max(1, cdiv(int(args["n"]), 2 * 64)),
+                      "block": 64})
+    x = RNG.standard_normal(777)
+    y = x.copy()
+    k(y, 0.5, x.size)
+    np.testing.assert_array_equal(y, x * 0.5)
+
+
+def case_half_bias_relu():
+    rows, cols = 37, 24
+    k = suite_kernel("half_bias_relu.cu", "half_bias_relu",
+                     {"grid": lambda args, t: cdiv(int(args["rows"]) * int(args["cols"]), 128),
+                      "block": 128})
+    x = RNG.standard_normal(rows * cols).astype(np.float16)
+    bias = RNG.standard_normal(cols).astype(np.float16)
+    y, y_float = np.zeros_like(x), np.zeros(x.size, np.float32)
+    k(x, bias, y, y_float, rows, cols)
+    expected = np.maximum(x + np.tile(bias, rows), np.float16(0))  # numpy rounds to half too
+    np.testing.assert_array_equal(y, expected)
+    np.testing.assert_array_equal(y_float, expected.astype(np.float32))
+
+
+def case_haxpy_half2():
+    k = suite_kernel("haxpy_half2.cu", "haxpy_half2", {"grid": 3, "block": 64})
+    n = 1001  # odd: the last element alone
+    x = RNG.standard_normal(n).astype(np.float16)
+    y = RNG.standard_normal(n).astype(np.float16)
+    expected = (np.float32(np.float16(0.75)) * x.astype(np.float32)
+                + y.astype(np.float32)).astype(np.float16)  # one rounding: a fused multiply-add
+    k(n, np.float32(0.75), x, y)
+    np.testing.assert_array_equal(y, expected)
+
+
+def _bf16(values: np.ndarray) -> np.ndarray:
+    """float32 -> bfloat16 bits, rounded to nearest even."""
+    bits = values.astype(np.float32).view(np.uint32)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def case_gelu_bf16():
+    k = suite_kernel("bf16_gelu.cu", "gelu_bf16",
+                     {"grid": lambda args, t: cdiv(int(args["n"]) // 2, 64), "block": 64})
+    n = 512
+    x = _bf16(RNG.standard_normal(n).astype(np.float32) * 2)
+    y = np.zeros(n, np.uint16)
+    k(x, y, n)
+    v = (x.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    gelu = 0.5 * v * (1 + np.tanh(0.7978845608 * (v + 0.044715 * v ** 3)))
+    got = (y.astype(np.uint32) << 16).view(np.float32)
+    np.testing.assert_allclose(got, gelu, rtol=2 ** -7, atol=1e-6)  # bfloat16: 8 bits
+
+
 def case_max_and_sum():
     k = suite_kernel("atomic_cas_float.cu", "max_and_sum", grid_1d(128))
     x = RNG.standard_normal(3000).astype(np.float32)
@@ -1051,3 +1117,14 @@ def test_a_mask_forms_a_smaller_group_of_lanes(tmp_path):
     kernel(x, out)
     halves = x.reshape(4, 2, 16)[:, 0].sum(axis=1)
     np.testing.assert_array_equal(out, np.repeat(halves, 32))
+
+
+def test_a_device_function_nothing_defines_is_named_not_a_crash(tmp_path):
+    """The JIT would end the whole process on an unresolved symbol; the loader names it."""
+    source = tmp_path / "unresolved.cu"
+    source.write_text('extern "C" __device__ float mystery(float);\n'
+                      "__global__ void apply(float *x) { x[threadIdx.x] = "
+                      "mystery(x[threadIdx.x]); }\n")
+    kernel = r3.kernel(source, entry="apply", backend="cuda", launch={"grid": 1, "block": 4})
+    with pytest.raises(r3.CompileError, match="uses 'mystery', defined neither in its source"):
+        kernel(np.ones(4, np.float32))

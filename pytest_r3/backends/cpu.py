@@ -113,7 +113,7 @@ class CPUBackend(Backend):
         if _defined_function(module, entry, static_too=True) is None:
             raise EntryNotFoundError(f"{where}: entry symbol {entry!r} is not defined")
         self.reachable(module, entry, where)
-        _check_resolvable(module, entry, where)
+        check_resolvable(module, entry, where)
         offset = _numpy_data_offset()
         if offset is not None:
             module.link_in(self.parse(_thunk_ir(module, entry, offset), where))
@@ -234,7 +234,7 @@ def _in_process(name: str) -> bool:
 _PROCESS = ctypes.CDLL(None)
 
 
-def _check_resolvable(module, entry: str, where: str) -> None:
+def check_resolvable(module, entry: str, where: str) -> None:
     """Refuse, with its name, a symbol the entry needs that neither the source nor this
     process defines: the JIT would otherwise end the whole process when it links."""
     missing = [name for name in toolchain.unresolved_symbols(module) if not _in_process(name)]

@@ -37,6 +37,7 @@ from ..model.source import KernelSource
 from . import clang as toolchain
 from . import cuda_tools
 from .base import Backend, Launcher
+from .cpu import check_resolvable
 from .cuda import CUDABackend
 from .cuda_emulation_ir import (
     HEADER,
@@ -147,7 +148,8 @@ class EmulatedCUDABackend(CUDABackend):
     def compile(self, source: KernelSource, macros: Mapping[str, object],
                 debug_info: bool = False) -> str:
         check_host()
-        text = host_source(source.text)
+        instances = sorted(self._instances.get(source.filename, ()))  # template entries
+        text = host_source(source.text) + _host_instances(instances)
         if text != source.text:
             source = source.with_text(text)
         ir = toolchain.compile_to_ir(
@@ -162,6 +164,11 @@ class EmulatedCUDABackend(CUDABackend):
         """Parameters, dtypes and written pointers, read from the host build (as the CPU
         backend reads C kernels), so nothing depends on the device compile's header."""
         where = f"kernel {kernel_name or entry!r} ({source.filename})"
+        try:
+            if cuda_tools.parse_entry(entry).arguments is not None:  # a template instance
+                self._instances.setdefault(source.filename, set()).add(entry)
+        except DeclarationError as exc:
+            raise DeclarationError(f"{where}: {exc}") from None
         debug_ir, _ = split_runtime(self.compile(source, macros, debug_info=True), where)
         module = self.parse(debug_ir, where)
         defined = [f.name for f in module.functions if not f.is_declaration]
@@ -214,6 +221,7 @@ class EmulatedCUDABackend(CUDABackend):
                 function.linkage = llvm.Linkage.internal
         machine = self.target_machine()
         pipeline.run(module, machine)
+        check_resolvable(module, entry, where)  # else the JIT ends the process when it links
         optimised_ir = str(module)
         engine = llvm.create_mcjit_compiler(module, machine)
         engine.finalize_object()
@@ -315,3 +323,9 @@ def racecheck_requested() -> bool:
     return os.environ.get(RACECHECK_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def _host_instances(entries: list[str]) -> str:
+    """Code appended to the compiled text (never to the file) so that the template instances
+    named as entries are emitted in the host build: a kept, read-only pointer to each."""
+    lines = [f"__attribute__((used)) static auto const __r3_instance_{index} = "
+             f"&{cuda_tools.parse_entry(entry).text};\n" for index, entry in enumerate(entries)]
+    return f'\n#line 1 "{cuda_tools.INSTANCE_FILE}"\n' + "".join(lines) if lines else ""

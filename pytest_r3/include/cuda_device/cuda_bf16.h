@@ -182,6 +182,7 @@ __R3_BFMATH(hrint, h2rint, __builtin_rintf(x))
 #undef __R3_BFMATH
 
 /* warp shuffles, read-only loads and atomics */
+#ifndef R3_HOST_SHUFFLES /* CUDA emulation's shuffles take any type already */
 #define __R3_BFSHFL(name)                                                                   \
   static __device__ __forceinline__ __nv_bfloat16 name(unsigned int mask, __nv_bfloat16 v, int lane,     \
                                                 int width = 32) {                          \
@@ -196,6 +197,7 @@ __R3_BFSHFL(__shfl_up_sync)
 __R3_BFSHFL(__shfl_down_sync)
 __R3_BFSHFL(__shfl_xor_sync)
 #undef __R3_BFSHFL
+#endif
 static __device__ __forceinline__ __nv_bfloat16 __ldg(const __nv_bfloat16 *p) {
   return __ushort_as_bfloat16(__ldg((const unsigned short *)p)); }
 static __device__ __forceinline__ __nv_bfloat162 __ldg(const __nv_bfloat162 *p) {

@@ -181,6 +181,7 @@ __R3_HMATH(hrint, h2rint, __builtin_rintf(x))
 #undef __R3_HMATH
 
 /* warp shuffles, read-only loads and atomics */
+#ifndef R3_HOST_SHUFFLES /* CUDA emulation's shuffles take any type already */
 #define __R3_HSHFL(name)                                                                   \
   static __device__ __forceinline__ __half name(unsigned int mask, __half v, int lane,     \
                                                 int width = 32) {                          \
@@ -195,6 +196,7 @@ __R3_HSHFL(__shfl_up_sync)
 __R3_HSHFL(__shfl_down_sync)
 __R3_HSHFL(__shfl_xor_sync)
 #undef __R3_HSHFL
+#endif
 static __device__ __forceinline__ __half __ldg(const __half *p) {
   return __ushort_as_half(__ldg((const unsigned short *)p)); }
 static __device__ __forceinline__ __half2 __ldg(const __half2 *p) {
