@@ -10,8 +10,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import numpy as np
-
 from ..errors import DeclarationError, EntryNotFoundError
 
 _METADATA = re.compile(r"^!(\d+) = (?:distinct )?(.*)$", re.MULTILINE)
@@ -139,6 +137,8 @@ def _members(metadata: dict[str, str], node: str, where: str) -> tuple[str, int,
             "arrays of one number type (float4, struct {double re, im;}): pass the members "
             "as separate arrays")
     (dtype,) = dtypes
+    import numpy as np  # here: declaring a kernel imports no numpy
+
     if int(_field(node, "size") or 0) != count * np.dtype(dtype).itemsize * 8:
         raise DeclarationError(f"{where}: struct {name!r} has padding between or after its "
                                "members, so it is not an array of numbers")
