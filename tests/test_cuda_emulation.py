@@ -627,6 +627,16 @@ def case_scale_tiles_instantiated_for_the_run():
     np.testing.assert_array_equal(y, x * 0.5)
 
 
+def case_reduce_blocks_template():
+    """A block-size template with dynamic shared memory behind a helper struct."""
+    k = suite_kernel("reduce_template_blocksize.cu", "reduce_blocks<float, 256, true>",
+                     {"grid": 4, "block": 256, "shared": 256 * 4})
+    x = RNG.standard_normal(4096).astype(np.float32)
+    partial = np.zeros(4, np.float32)
+    k(x, partial, x.size)
+    np.testing.assert_allclose(partial.sum(), x.astype(np.float64).sum(), rtol=1e-5, atol=1e-4)
+
+
 def case_half_bias_relu():
     rows, cols = 37, 24
     k = suite_kernel("half_bias_relu.cu", "half_bias_relu",
