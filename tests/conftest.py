@@ -48,6 +48,35 @@ double total(int n, const double *x)
 }
 """
 
+_LOOP_ORDER_C = textwrap.dedent("""\
+    #ifndef ORDER
+    #define ORDER 0
+    #endif
+    @MACROS@
+    void @NAME@(int n, const float *in, float *out)
+    {
+    @FIRST@
+    #if ORDER
+        for (int i = 0; i < n; ++i)
+            for (int j = 0; j < n; ++j)
+                out[i * n + j] = 2.0f * in[i * n + j] + 1.0f;
+    #else
+        for (int j = 0; j < n; ++j)
+            for (int i = 0; i < n; ++i)
+                out[i * n + j] = 2.0f * in[i * n + j] + 1.0f;
+    #endif
+    }
+""")
+
+
+def loop_order_kernel(name: str, first_statement: str = "", macros: str = "") -> str:
+    """C source of ``void name(int n, const float *in, float *out)``: out = 2 * in + 1 over
+    an n x n matrix, walked column by column when ORDER=0 (strided, slow) and row by row
+    when ORDER=1 (same result): a tunable with a clear winner for tuning tests."""
+    return (_LOOP_ORDER_C.replace("@NAME@", name).replace("@MACROS@", macros)
+            .replace("@FIRST@", first_statement))
+
+
 _counter = itertools.count()
 
 

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import loop_order_kernel
 from test_llm import (
     IKJ,
     ModelScript,
@@ -43,29 +44,8 @@ from pytest_r3.replay.protocol import Candidate, KernelSpec, ReplaySettings  # n
 
 # ORDER=0 walks the matrix column by column (slow), ORDER=1 row by row; CRASH=1 writes
 # through a null pointer, a crash in the contained worker, never in the Dask worker
-KERNEL_C = textwrap.dedent("""
-    #ifndef ORDER
-    #define ORDER 0
-    #endif
-    #ifndef CRASH
-    #define CRASH 0
-    #endif
-    void dask_scale(int n, const float *in, float *out)
-    {
-    #if CRASH
-        *(volatile int *)0 = 1;
-    #endif
-    #if ORDER
-        for (int i = 0; i < n; ++i)
-            for (int j = 0; j < n; ++j)
-                out[i * n + j] = 2.0f * in[i * n + j] + 1.0f;
-    #else
-        for (int j = 0; j < n; ++j)
-            for (int i = 0; i < n; ++i)
-                out[i * n + j] = 2.0f * in[i * n + j] + 1.0f;
-    #endif
-    }
-""")
+KERNEL_C = loop_order_kernel("dask_scale", macros="#ifndef CRASH\n#define CRASH 0\n#endif",
+                             first_statement="#if CRASH\n*(volatile int *)0 = 1;\n#endif")
 
 MODULE_PY = textwrap.dedent("""
     import pytest_r3 as r3

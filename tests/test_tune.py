@@ -12,27 +12,12 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import loop_order_kernel
 
 from pytest_r3.search.tuner import Budget, BudgetError
 
 # ORDER=0 walks the matrix column by column (strided, slow); ORDER=1 row by row. Same result.
-KERNEL_C = textwrap.dedent("""
-    #ifndef ORDER
-    #define ORDER 0
-    #endif
-    void tune_scale(int n, const float *in, float *out)
-    {
-    #if ORDER
-        for (int i = 0; i < n; ++i)
-            for (int j = 0; j < n; ++j)
-                out[i * n + j] = 2.0f * in[i * n + j] + 1.0f;
-    #else
-        for (int j = 0; j < n; ++j)
-            for (int i = 0; i < n; ++i)
-                out[i * n + j] = 2.0f * in[i * n + j] + 1.0f;
-    #endif
-    }
-""")
+KERNEL_C = loop_order_kernel("tune_scale")
 
 MODULE_PY = textwrap.dedent("""
     import pytest_r3 as r3

@@ -14,26 +14,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import loop_order_kernel
 
 from pytest_r3.record.store import RecordingStore
 
-KERNEL_C = textwrap.dedent("""
-    #ifndef ORDER
-    #define ORDER 0
-    #endif
-    void wl_scale(int n, const float *in, float *out)
-    {
-    #if ORDER
-        for (int i = 0; i < n; ++i)
-            for (int j = 0; j < n; ++j)
-                out[i * n + j] = 2.0f * in[i * n + j] + 1.0f;
-    #else
-        for (int j = 0; j < n; ++j)
-            for (int i = 0; i < n; ++i)
-                out[i * n + j] = 2.0f * in[i * n + j] + 1.0f;
-    #endif
-    }
-""")
+KERNEL_C = loop_order_kernel("wl_scale")
 
 MODULE_PY = textwrap.dedent("""
     import pytest_r3 as r3
