@@ -93,6 +93,26 @@ def test_function_keys():
         keyed.label(object())
 
 
+@pytest.mark.parametrize("names", [["n"], ("m", "n"), ("k", "m", "n")])
+def test_the_call_paths_keys_are_the_recordings_buckets(names):
+    """The dispatcher's fast key must be the bucket the tuner computed from recordings."""
+    spec = Specialization(names, "here")
+    positions = tuple((name, i) for i, name in enumerate(names))
+    missed = []
+
+    def miss(key):
+        missed.append(spec.label(key))
+        return lambda *args: spec.label(key)
+    call = spec.dispatcher(positions, {}, miss)
+    for values in [(1000, 3, 7), (0, -1, 1), (np.int32(1025), 64, 65)]:
+        values = values[:len(names)]
+        expected = spec.label(spec.key(dict(zip(names, values, strict=True))))
+        assert call(*values) == expected
+        assert call(*values) == expected
+        assert missed[-1] == expected
+    assert len(missed) == 3  # a bucket's launcher is found once, then cached
+
+
 @pytest.mark.parametrize("bad", [[], [1], ["n", "n"], ["not a name"], 3])
 def test_bad_specialize_is_refused_at_declaration(bad):
     with pytest.raises(DeclarationError, match="specialize="):
@@ -198,7 +218,8 @@ def test_several_names_and_a_key_function(lock_path):
     write_lock(lock_path, several, {"m=1,n=16": 2, "m=8,n=16": 4}, specialize="m,n")
     assert scaled_by(several, 10, 1) == 2
     assert scaled_by(several, 10, 7) == 4
-    assert scaled_by(several, 10, 5) == 4  # m=8 bucket, nearest is m=8,n=16
+    assert scaled_by(several, 10, 5) == 4  # m=5 is in bucket m=8
+    assert scaled_by(several, 10, 3) == 4  # m=4: nearer to m=8 than to m=1
 
     def size_class(args):
         return 0 if args["n"] < 100 else 1
@@ -300,6 +321,9 @@ def test_record_then_tune_gives_each_bucket_its_variant(tmp_path: Path, monkeypa
     assert sorted(value["buckets"]) == ["n=1024", "n=512"]
     for bucket in value["buckets"].values():  # the row-by-row order wins at both sizes
         assert bucket["macros"] == {"ORDER": 1} and bucket["speedup"] > 1.2
+    # each bucket was timed on its own recording: n=1000 launches take 4x the n=500 ones
+    small, large = (value["buckets"][label]["baseline_seconds"] for label in ("n=512", "n=1024"))
+    assert large > 2 * small
     report = (tmp_path / ".r3" / "report.md").read_text()
     assert "`spec_scale` bucket `n=512`" in report and "`spec_scale` bucket `n=1024`" in report
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 from collections.abc import Callable, Mapping, Sequence
 
 from ..errors import DeclarationError
@@ -160,10 +161,23 @@ class Specialization:
                     launcher = miss(key)
                 return launcher(*args)
             return by_one
-        indices = tuple(i for _, i in positions)
+        if len(positions) == 2:
+            ((_, first), (_, second)) = positions
+
+            def by_two(*args):
+                a, b = int(args[first]), int(args[second])
+                key = (1 << (a - 1).bit_length() if a > 0 else 0,
+                       1 << (b - 1).bit_length() if b > 0 else 0)
+                launcher = table.get(key)
+                if launcher is None:
+                    launcher = miss(key)
+                return launcher(*args)
+            return by_two
+        values = operator.itemgetter(*(i for _, i in positions))
 
         def by_several(*args):
-            key = tuple(power_of_two_bucket(args[i]) for i in indices)
+            key = tuple([1 << (v - 1).bit_length() if v > 0 else 0
+                         for v in map(int, values(args))])
             launcher = table.get(key)
             if launcher is None:
                 launcher = miss(key)
