@@ -98,12 +98,13 @@ def test_the_call_paths_keys_are_the_recordings_buckets(names):
     """The dispatcher's fast key must be the bucket the tuner computed from recordings."""
     spec = Specialization(names, "here")
     positions = tuple((name, i) for i, name in enumerate(names))
-    missed = []
+    missed, table = [], {}
 
-    def miss(key):
+    def miss(key):  # as Kernel's: find the bucket's launcher, cache it by the key
         missed.append(spec.label(key))
-        return lambda *args: spec.label(key)
-    call = spec.dispatcher(positions, {}, miss)
+        table[key] = lambda *args: spec.label(key)
+        return table[key]
+    call = spec.dispatcher(positions, table, miss)
     for values in [(1000, 3, 7), (0, -1, 1), (np.int32(1025), 64, 65)]:
         values = values[:len(names)]
         expected = spec.label(spec.key(dict(zip(names, values, strict=True))))
