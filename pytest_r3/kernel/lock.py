@@ -7,6 +7,9 @@ JSON with sorted keys and one setting per line, so a change shows as a small dif
                                            "pipeline": {...}, "speedup": 1.8,
                                            "evaluations": 60, ...}}}}
 
+A kernel declared with ``specialize=`` (see :mod:`.specialize`) has one entry per bucket of
+sizes instead: ``{"<target>": {"specialize": "n", "buckets": {"n=1024": {<entry>}, ...}}}``.
+
 Using an entry (:func:`locked_variant`): a kernel uses its entry only when the entry fits
 the kernel's current source (:func:`source_fingerprint`: its text and every local header it
 includes) and was made for this machine's target (:func:`entry_problem`, the one staleness
