@@ -336,6 +336,11 @@ def test_record_then_tune_gives_each_bucket_its_variant(tmp_path: Path, monkeypa
     probed = run(tmp_path, "test_probe.py")
     assert probed.returncode == 0, probed.stdout + probed.stderr
 
+    # the pre-merge check checks each bucket's entry (the slow order is the baseline: ok)
+    checked = run(tmp_path, "--r3-check", "test_spec_scale.py")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "spec_scale [n=512]" in checked.stdout and "spec_scale [n=1024]" in checked.stdout
+
     # resuming repeats no evaluation: the results are kept per bucket
     again = run(tmp_path, "--r3-tune", "test_spec_scale.py")
     assert again.returncode == 0, again.stdout + again.stderr
