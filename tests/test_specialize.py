@@ -345,3 +345,27 @@ def test_record_then_tune_gives_each_bucket_its_variant(tmp_path: Path, monkeypa
     again = run(tmp_path, "--r3-tune", "test_spec_scale.py")
     assert again.returncode == 0, again.stdout + again.stderr
     assert "0 new" in again.stdout or "(  0)" in again.stdout
+
+
+def test_a_specialised_kernel_tunes_settings_per_bucket_but_no_rewrites(tmp_path: Path,
+                                                                         monkeypatch):
+    """One source serves every bucket: a model is not asked for rewrites of a specialised
+    kernel, and the report says why."""
+    from pytest_r3.llm.testing import ScriptedChatServer
+
+    monkeypatch.delenv(LOCK_ENV, raising=False)
+    (tmp_path / "spec_scale.c").write_text(ORDER_C)
+    (tmp_path / "specmod.py").write_text(MODULE_PY)
+    (tmp_path / "test_spec_scale.py").write_text(TEST_PY.replace("[500, 1000]", "[500]"))
+    (tmp_path / "pytest.ini").write_text("[pytest]\nr3_search_pipeline = false\n"
+                                         "r3_workers = 1\nr3_budget = 2\n")
+    with ScriptedChatServer(lambda body: "no rewrite") as server:
+        tuned = run(tmp_path, "--r3-tune", "--r3-llm-model", "scripted", "--r3-llm-base-url",
+                    server.base_url, "--r3-llm-api-key-env", "none")
+        asked = len(server.requests)
+    assert tuned.returncode == 0, tuned.stdout + tuned.stderr
+    assert asked == 0
+    assert "source rewrites are not evolved per bucket" in tuned.stdout
+    lock = json.loads((tmp_path / "r3.lock").read_text())
+    (value,) = lock["kernels"]["spec_scale"].values()
+    assert value["buckets"]["n=512"]["macros"] == {"ORDER": 1}

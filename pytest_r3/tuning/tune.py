@@ -59,6 +59,10 @@ def _tune_buckets(kernel, tuning: Tuning, lock_path, row: KernelReport) -> Kerne
         row.status = "FAILED: tuning error"
         row.notes.append(f"{type(exc).__name__}: {exc}")
         return row
+    if tuning.settings.llm is not None:
+        row.notes.append("source rewrites are not evolved per bucket (one source serves "
+                         "every bucket): each bucket tunes its settings; declare the kernel "
+                         "without specialize= to evolve its source")
     for label, keys in buckets.items():
         tuning.say(f"pytest-r3: {kernel.name}: bucket {label} ({len(keys)} recording(s))")
         sub = KernelReport(kernel.name, row.target, "baseline kept", optimizer=row.optimizer,
@@ -116,7 +120,8 @@ def _tune_variant(kernel, tuning: Tuning, lock_path, row: KernelReport,
                             budget=settings.budget,
                             progress=_progress(tuning, settings.budget, pool)).run()
             best, result = outcome.best_candidate, outcome.best_result
-            if settings.llm is not None and tuning.model_stopped is None:
+            # one source serves every bucket: rewrites are evolved without specialize= only
+            if settings.llm is not None and tuning.model_stopped is None and bucket is None:
                 evolution = _evolve(kernel, tuning, pool.servers, space, store, target, best,
                                     result)
                 best, result = _best_rewrite(kernel, pool.servers[0], evolution, best, result)
