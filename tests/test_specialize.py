@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import pytest_r3 as r3
-from pytest_r3.errors import CorruptStateError, DeclarationError
+from pytest_r3.errors import CorruptStateError, DeclarationError, LaunchError
 from pytest_r3.kernel import declaration
 from pytest_r3.kernel.lock import LOCK_ENV, LockFile, merge_entry, source_fingerprint
 from pytest_r3.kernel.specialize import Specialization, power_of_two_bucket
@@ -104,7 +104,7 @@ def test_the_call_paths_keys_are_the_recordings_buckets(names):
         missed.append(spec.label(key))
         table[key] = lambda *args: spec.label(key)
         return table[key]
-    call = spec.dispatcher(positions, table, miss)
+    call = spec.dispatcher(positions, table, miss, lambda *args: "unbucketed")
     for values in [(1000, 3, 7), (0, -1, 1), (np.int32(1025), 64, 65)]:
         values = values[:len(names)]
         expected = spec.label(spec.key(dict(zip(names, values, strict=True))))
@@ -112,6 +112,8 @@ def test_the_call_paths_keys_are_the_recordings_buckets(names):
         assert call(*values) == expected
         assert missed[-1] == expected
     assert len(missed) == 3  # a bucket's launcher is found once, then cached
+    assert call() == "unbucketed"  # too few arguments: the plain launcher says so
+    assert call(*["x"] * len(names)) == "unbucketed"
 
 
 @pytest.mark.parametrize("bad", [[], [1], ["n", "n"], ["not a name"], 3])
@@ -198,6 +200,21 @@ def test_plain_calls_run_their_buckets_variant_or_the_nearest(lock_path):
         assert scaled_by(kernel, 10) == scaled_by(kernel, 1000) == 1
     finally:
         declaration.use_lock_file(True)
+
+
+def test_wrong_arguments_get_the_same_error_as_without_specialize(lock_path):
+    kernel = scale_kernel("spec_wrong_args", ["n"])
+    plain = r3.kernel(SCALE_C.format(name="spec_wrong_args_plain"),
+                      entry="spec_wrong_args_plain")
+    write_lock(lock_path, kernel, {"n=16": 2})
+    x = np.ones(4, dtype=np.float32)
+    for args in [(4, 1), (x, 1, x)]:
+        with pytest.raises(LaunchError) as specialised:
+            kernel(*args)
+        with pytest.raises(LaunchError) as unspecialised:
+            plain(*args)
+        assert str(specialised.value).replace("spec_wrong_args", "K") == \
+            str(unspecialised.value).replace("spec_wrong_args_plain", "K")
 
 
 def test_no_tuned_bucket_runs_the_plain_entry_or_the_baseline(lock_path):

@@ -170,7 +170,7 @@ class Kernel:
     @property
     def active(self) -> Variant:
         """The variant plain calls launch: an activated one, else the lock file's, else the
-        baseline."""
+        baseline (a kernel with specialize= and tuned buckets: see :meth:`serving`)."""
         if self._active is not None:
             return self._active
         if _use_lock:
@@ -238,7 +238,9 @@ class Kernel:
                 label = self.specialize.label(key)
                 launcher = table[key] = self.build(self._bucket_choice(label)[1])
                 return launcher
-            return self.specialize.dispatcher(positions, table, miss)
+            def unbucketed(*args):  # the plain variant's launcher names what is wrong
+                return self.build(self.active)(*args)
+            return self.specialize.dispatcher(positions, table, miss, unbucketed)
         return self.build(self.active)
 
     def __call__(self, *args: object) -> object:

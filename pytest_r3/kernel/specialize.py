@@ -136,15 +136,22 @@ class Specialization:
 
     # -- the call path ---------------------------------------------------------------------
     def dispatcher(self, positions: tuple[tuple[str, int], ...], table: dict,
-                   miss: Callable[[object], object]) -> Callable[..., object]:
+                   miss: Callable[[object], object],
+                   unbucketed: Callable[..., object]) -> Callable[..., object]:
         """A launcher that finds the call's bucket from its arguments and runs the launcher
         ``table`` holds for it; ``miss(key)`` finds (and caches) one for a new bucket.
-        Kept to a few operations: it runs on every call."""
+        Arguments that have no bucket (too few, not integers) go to ``unbucketed``, whose
+        launcher says what is wrong with them. Kept to a few operations: it runs on every
+        call."""
         if self.function is not None:
             function = self.function
 
             def by_function(*args):
-                key = function({name: args[i] for name, i in positions})
+                try:
+                    scalars = {name: args[i] for name, i in positions}
+                except IndexError:
+                    return unbucketed(*args)
+                key = function(scalars)
                 launcher = table.get(key)
                 if launcher is None:
                     launcher = miss(key)
@@ -154,7 +161,10 @@ class Specialization:
             ((_, index),) = positions
 
             def by_one(*args):
-                value = int(args[index])
+                try:
+                    value = int(args[index])
+                except (IndexError, TypeError, ValueError):
+                    return unbucketed(*args)
                 key = 1 << (value - 1).bit_length() if value > 0 else 0
                 launcher = table.get(key)
                 if launcher is None:
@@ -165,7 +175,10 @@ class Specialization:
             ((_, first), (_, second)) = positions
 
             def by_two(*args):
-                a, b = int(args[first]), int(args[second])
+                try:
+                    a, b = int(args[first]), int(args[second])
+                except (IndexError, TypeError, ValueError):
+                    return unbucketed(*args)
                 key = (1 << (a - 1).bit_length() if a > 0 else 0,
                        1 << (b - 1).bit_length() if b > 0 else 0)
                 launcher = table.get(key)
@@ -176,8 +189,11 @@ class Specialization:
         values = operator.itemgetter(*(i for _, i in positions))
 
         def by_several(*args):
-            key = tuple([1 << (v - 1).bit_length() if v > 0 else 0
-                         for v in map(int, values(args))])
+            try:
+                key = tuple([1 << (v - 1).bit_length() if v > 0 else 0
+                             for v in map(int, values(args))])
+            except (IndexError, TypeError, ValueError):
+                return unbucketed(*args)
             launcher = table.get(key)
             if launcher is None:
                 launcher = miss(key)
