@@ -139,6 +139,8 @@ class ReplaySettings:
     @classmethod
     def from_dict(cls, data: dict) -> ReplaySettings:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        if "timed_keys" in known:  # JSON carries the tuple as a list
+            known["timed_keys"] = tuple(known["timed_keys"])
         return cls(**known)
 
 
