@@ -185,7 +185,7 @@ def test_kernel_spec_from_a_real_kernel_round_trips(declared_kernel):
 
 
 def test_replay_settings_cross_the_boundary_and_ignore_unknown_keys():
-    settings = ReplaySettings(run_timeout=0.5, timing_rounds=3, seed=9)
+    settings = ReplaySettings(run_timeout=0.5, timing_rounds=3, seed=9, timed_keys=("k1",))
     data = {**_through_json(asdict(settings)), "from_a_newer_version": True}
     assert ReplaySettings.from_dict(data) == settings
 

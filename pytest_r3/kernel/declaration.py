@@ -20,6 +20,7 @@ from ..model.launch import LaunchConfig
 from ..model.pipeline import Pipeline
 from ..model.source import KernelSource, load_source
 from ..model.tunables import TuningSpace
+from .specialize import Specialization
 
 Interceptor = Callable[["Kernel", tuple, Callable[[], object]], object]
 
@@ -76,6 +77,7 @@ class Kernel:
         declared_at: str,
         tolerance: Mapping[str, object] | None = None,
         launch: LaunchConfig | None = None,
+        specialize: Specialization | None = None,
     ) -> None:
         self.source = source
         self.entry = entry
@@ -86,12 +88,15 @@ class Kernel:
         self.declared_at = declared_at
         self.tolerance = dict(tolerance or {})
         self.launch = launch  # a GPU kernel's grid and block (pytest_r3.model.launch)
+        self.specialize = specialize  # buckets with their own variant (kernel.specialize)
         self._lock = threading.RLock()
         self._launchers: dict[Variant, object] = {}
         self._signature = None
         self._active: Variant | None = None
         self._active_launcher = None
         self._locked: object = _UNSET
+        self._bucket_variants: dict[str, Variant] | None = None  # from the lock, by label
+        self._bucket_launchers: dict[object, object] = {}  # the call path's, by bucket key
 
     def __repr__(self) -> str:
         return f"<Kernel {self.name!r} {self.backend_name} {self.source.filename}:{self.entry}>"
@@ -165,7 +170,7 @@ class Kernel:
     @property
     def active(self) -> Variant:
         """The variant plain calls launch: an activated one, else the lock file's, else the
-        baseline."""
+        baseline (a kernel with specialize= and tuned buckets: see :meth:`serving`)."""
         if self._active is not None:
             return self._active
         if _use_lock:
@@ -184,11 +189,64 @@ class Kernel:
             self._active = variant
             self._active_launcher = launcher
             self._locked = _UNSET
+            self._bucket_variants = None
+            self._bucket_launchers = {}
+
+    # -- shape-specialised variants (see kernel.specialize) ------------------------------------
+    @property
+    def bucket_variants(self) -> dict[str, Variant]:
+        """The lock's variant of each tuned bucket, by label (``{"n=1024": Variant}``); empty
+        for a kernel without specialize=, or when plain calls do not use the lock."""
+        if self.specialize is None or not _use_lock:
+            return {}
+        if self._bucket_variants is None:
+            from .lock import locked_buckets
+
+            self._bucket_variants = locked_buckets(self)
+        return self._bucket_variants
+
+    def bucket_of(self, *args: object) -> str:
+        """The label of the bucket a call with ``args`` falls into, e.g. ``"n=1024"``."""
+        if self.specialize is None:
+            raise DeclarationError(f"{self.where}: bucket_of() needs specialize= in the "
+                                   "declaration")
+        positions = self.specialize.positions(self.signature, self.where)
+        return self.specialize.label(self.specialize.key(
+            {name: args[i] for name, i in positions}))
+
+    def serving(self, *args: object) -> tuple[str | None, Variant]:
+        """(bucket label, variant) a plain call with ``args`` runs: an activated variant
+        (label None), else its bucket's tuned variant, else the nearest tuned bucket's, else
+        the lock's plain entry or the baseline (label None)."""
+        if self._active is not None or self.specialize is None:
+            return None, self.active
+        return self._bucket_choice(self.bucket_of(*args))
+
+    def _bucket_choice(self, label: str) -> tuple[str | None, Variant]:
+        variants = self.bucket_variants
+        chosen = self.specialize.nearest(label, sorted(variants))
+        return (chosen, variants[chosen]) if chosen is not None else (None, self.active)
+
+    def _call_launcher(self):
+        """What plain calls run: the active variant's launcher, or for a specialised kernel
+        with tuned buckets, a dispatcher choosing by bucket (cached per bucket)."""
+        if self._active is None and self.bucket_variants:
+            positions = self.specialize.positions(self.signature, self.where)
+            table = self._bucket_launchers
+
+            def miss(key):
+                label = self.specialize.label(key)
+                launcher = table[key] = self.build(self._bucket_choice(label)[1])
+                return launcher
+            def unbucketed(*args):  # the plain variant's launcher names what is wrong
+                return self.build(self.active)(*args)
+            return self.specialize.dispatcher(positions, table, miss, unbucketed)
+        return self.build(self.active)
 
     def __call__(self, *args: object) -> object:
         launcher = self._active_launcher
         if launcher is None:
-            launcher = self._active_launcher = self.build(self.active)
+            launcher = self._active_launcher = self._call_launcher()
         if _interceptors:
             return _intercepted(self, args, lambda: launcher(*args))
         return launcher(*args)
@@ -224,6 +282,7 @@ def kernel(
     launch: Callable[..., Mapping[str, object]] | Mapping[str, object] | None = None,
     defines: Mapping[str, object] | None = None,
     include_dirs: Sequence[str | os.PathLike] = (),
+    specialize: Sequence[str] | str | Callable[[Mapping[str, object]], object] | None = None,
 ) -> Kernel:
     """Declare a compute kernel.
 
@@ -244,6 +303,11 @@ def kernel(
     ``launch=lambda args, t: {"grid": (cdiv(args["n"], t["BLOCK"]),), "block": (t["BLOCK"],)}``
     (see :mod:`pytest_r3.model.launch` and docs/cuda.md). Without it the kernel's signature
     and PTX can still be read; a launch then says launch= is missing.
+
+    ``specialize`` gives buckets of sizes their own tuned variant: the names of integer
+    scalar arguments (``specialize=["n"]``: power-of-two buckets, n=1000 in bucket 1024) or a
+    function of the scalar arguments returning the bucket key (``lambda args: ...``); see
+    :mod:`pytest_r3.kernel.specialize` and docs/tuning.md.
     """
     frame = sys._getframe(1)
     declaring_file = frame.f_globals.get("__file__")
@@ -269,9 +333,10 @@ def kernel(
     space = TuningSpace(tune, [*constraints, *limit], defaults, where=where)
     chosen = Pipeline.from_mapping(pipeline, where=f"{where}: ")
     _check_tolerance(tolerance, where)
+    specialization = None if specialize is None else Specialization(specialize, where)
     declared = Kernel(kernel_source, entry=entry, name=name, backend=backend, space=space,
                       pipeline=chosen, declared_at=declared_at, tolerance=tolerance,
-                      launch=launch_config)
+                      launch=launch_config, specialize=specialization)
     _register(declared)
     return declared
 

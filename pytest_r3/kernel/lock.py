@@ -7,6 +7,9 @@ JSON with sorted keys and one setting per line, so a change shows as a small dif
                                            "pipeline": {...}, "speedup": 1.8,
                                            "evaluations": 60, ...}}}}
 
+A kernel declared with ``specialize=`` (see :mod:`.specialize`) has one entry per bucket of
+sizes instead: ``{"<target>": {"specialize": "n", "buckets": {"n=1024": {<entry>}, ...}}}``.
+
 Using an entry (:func:`locked_variant`): a kernel uses its entry only when the entry fits
 the kernel's current source (:func:`source_fingerprint`: its text and every local header it
 includes) and was made for this machine's target (:func:`entry_problem`, the one staleness
@@ -143,9 +146,28 @@ def lock_problem(data: object) -> str | None:
         if not isinstance(targets, dict):
             return f"kernels.{kernel} must be an object of targets, got {type(targets).__name__}"
         for target, entry in targets.items():
-            problem = entry_shape_problem(entry)
+            problem = (buckets_shape_problem(entry) if isinstance(entry, dict)
+                       and "buckets" in entry else entry_shape_problem(entry))
             if problem:
                 return f"kernels.{kernel}.{target}: {problem}"
+    return None
+
+
+def buckets_shape_problem(value: dict) -> str | None:
+    """What is wrong with the shape of a specialised kernel's entry (``{"specialize": "n",
+    "buckets": {"n=1024": <entry>, ...}}``), or None."""
+    if not isinstance(value.get("specialize"), str):
+        return "'specialize' must be a string (the specialize= of the declaration)"
+    buckets = value["buckets"]
+    if not isinstance(buckets, dict) or not buckets:
+        return "'buckets' must be a non-empty object of bucket label -> entry"
+    unknown = sorted(set(value) - {"specialize", "buckets"})
+    if unknown:
+        return f"unknown field(s) {', '.join(unknown)} beside 'buckets'"
+    for label, entry in buckets.items():
+        problem = entry_shape_problem(entry)
+        if problem:
+            return f"buckets.{label}: {problem}"
     return None
 
 
@@ -217,18 +239,57 @@ class LockFile:
             f"until it is fixed ({FIX})"), stacklevel=2)
         return cls(path, problem=problem)
 
-    def entry(self, kernel: str, target: str) -> dict | None:
-        return self.data["kernels"].get(kernel, {}).get(target)
+    def entry(self, kernel: str, target: str, bucket: str | None = None,
+              specialize: str | None = None) -> dict | None:
+        """The entry of ``kernel`` on ``target``: the plain one (``bucket`` None), or the one
+        of ``bucket`` when the kernel is specialised by ``specialize``."""
+        value = self.data["kernels"].get(kernel, {}).get(target)
+        if value is None or ("buckets" in value) != (bucket is not None):
+            return None
+        if bucket is None:
+            return value
+        if value["specialize"] != specialize:
+            return None  # tuned under another specialize=: none of its buckets applies
+        return value["buckets"].get(bucket)
+
+    def buckets(self, kernel: str, target: str) -> tuple[str, dict] | None:
+        """(specialize, {bucket label: entry}) of a specialised kernel, else None."""
+        value = self.data["kernels"].get(kernel, {}).get(target)
+        if value is None or "buckets" not in value:
+            return None
+        return value["specialize"], value["buckets"]
 
     def entries(self) -> list[tuple[str, str, dict]]:
-        return [(k, t, e) for k, targets in sorted(self.data["kernels"].items())
-                for t, e in sorted(targets.items())]
+        """Every entry: a specialised kernel's one per bucket (each has a ``bucket`` key in
+        the copy returned here)."""
+        found = []
+        for k, targets in sorted(self.data["kernels"].items()):
+            for t, value in sorted(targets.items()):
+                if "buckets" in value:
+                    found += [(k, t, {**e, "bucket": label})
+                              for label, e in sorted(value["buckets"].items())]
+                else:
+                    found.append((k, t, value))
+        return found
 
-    def set_entry(self, kernel: str, target: str, entry: dict) -> None:
-        self.data["kernels"].setdefault(kernel, {})[target] = entry
+    def set_entry(self, kernel: str, target: str, entry: dict, bucket: str | None = None,
+                  specialize: str | None = None) -> None:
+        targets = self.data["kernels"].setdefault(kernel, {})
+        if bucket is None:
+            targets[target] = entry
+            return
+        value = targets.get(target)
+        if value is None or "buckets" not in value or value["specialize"] != specialize:
+            value = targets[target] = {"specialize": specialize, "buckets": {}}
+        value["buckets"][bucket] = entry
 
-    def remove_entry(self, kernel: str, target: str) -> None:
+    def remove_entry(self, kernel: str, target: str, bucket: str | None = None) -> None:
         targets = self.data["kernels"].get(kernel, {})
+        value = targets.get(target)
+        if bucket is not None and value is not None and "buckets" in value:
+            value["buckets"].pop(bucket, None)
+            if value["buckets"]:
+                return
         targets.pop(target, None)
         if not targets:
             self.data["kernels"].pop(kernel, None)
@@ -302,7 +363,8 @@ def _relates(entry: dict, fingerprint: str | None, features: str | None) -> bool
 
 def merge_entry(lock: LockFile, kernel: str, target: str, entry: dict | None, *,
                 source_hash: str | None = None, features_hash: str | None = None,
-                retune: bool = False) -> LockDecision:
+                retune: bool = False, bucket: str | None = None,
+                specialize: str | None = None) -> LockDecision:
     """Put the outcome of one tuning run (``entry``; None when the run found nothing beyond
     the noise or its best was rejected) into ``lock``, in memory.
 
@@ -321,20 +383,24 @@ def merge_entry(lock: LockFile, kernel: str, target: str, entry: dict | None, *,
        ``evaluations`` (the budget that produced it) and at least its ``speedup``; so of
        two runs with the same budget the better measured entry wins, in any order. A
        missing ``evaluations`` counts as 0, a missing ``speedup`` as 0.
+
+    A specialised kernel (``specialize``: its declaration's specialize=) merges each
+    ``bucket`` by the same rules; the first bucket written replaces a plain entry, and one
+    written under another specialize= replaces all of that one's buckets.
     """
     problem = None if entry is None else entry_shape_problem(entry)
     if problem:  # never write what a reader would reject (and so ignore the whole file)
         raise ValueError(f"refusing to write a malformed r3.lock entry for {kernel!r} on "
                          f"{target}: {problem}")
-    current = lock.entry(kernel, target)
+    current = lock.entry(kernel, target, bucket, specialize)
     fingerprint = source_hash or (entry or {}).get("source_hash")
     features = features_hash or (entry or {}).get("features_hash")
 
     def put(action: str, reason: str) -> LockDecision:
         if entry is None:
-            lock.remove_entry(kernel, target)
+            lock.remove_entry(kernel, target, bucket)
         else:
-            lock.set_entry(kernel, target, entry)
+            lock.set_entry(kernel, target, entry, bucket, specialize)
         return LockDecision(action, reason, entry)
 
     if entry is None and current is None:
@@ -375,7 +441,8 @@ def merge_entry(lock: LockFile, kernel: str, target: str, entry: dict | None, *,
 
 def update_entry(path: str | Path, kernel: str, target: str, entry: dict | None, *,
                  source_hash: str | None = None, features_hash: str | None = None,
-                 retune: bool = False, timeout: float = LOCK_TIMEOUT) -> LockDecision:
+                 retune: bool = False, timeout: float = LOCK_TIMEOUT,
+                 bucket: str | None = None, specialize: str | None = None) -> LockDecision:
     """Merge one tuning run's outcome for ``kernel`` on ``target`` into the lock at ``path``:
     re-read under a file lock, :func:`merge_entry`, written atomically if changed (other
     kernels' and targets' entries, written meanwhile by other runs, are kept).
@@ -386,7 +453,8 @@ def update_entry(path: str | Path, kernel: str, target: str, entry: dict | None,
     """
     with LockFile.editing(path, timeout) as lock:
         return merge_entry(lock, kernel, target, entry, source_hash=source_hash,
-                           features_hash=features_hash, retune=retune)
+                           features_hash=features_hash, retune=retune, bucket=bucket,
+                           specialize=specialize)
 
 
 # -- using an entry ------------------------------------------------------------------------------
@@ -480,6 +548,39 @@ def locked_variant(kernel):
         log.debug("kernel %r: %s entry no longer fits the declaration (%s); using the "
                   "baseline", kernel.name, path, exc)
         return None
+
+
+def locked_buckets(kernel) -> dict[str, object]:
+    """The variant of each tuned bucket of a specialised ``kernel`` per the lock file, by
+    bucket label (empty when there are none; a bucket whose entry cannot be used is left
+    out, with the reason logged)."""
+    start = Path(kernel.declared_at.rsplit(":", 1)[0]).parent
+    path = find_lock(start)
+    if path is None or not path.exists():
+        return {}
+    lock = read_lock(path)
+    found = None if lock.problem else lock.buckets(kernel.name, kernel.backend.target_name())
+    if found is None:
+        return {}
+    specialize, entries = found
+    if specialize != kernel.specialize.description:
+        log.debug("kernel %r: %s was tuned with specialize=%s, the declaration says %s; "
+                  "using the baseline", kernel.name, path, specialize,
+                  kernel.specialize.description)
+        return {}
+    fingerprint = source_fingerprint(kernel)
+    variants = {}
+    for label, entry in entries.items():
+        problem = entry_problem(kernel, entry, fingerprint)
+        if problem:
+            log.debug("kernel %r bucket %s: %s %s", kernel.name, label, path, problem)
+            continue
+        try:
+            variants[label] = variant_from_entry(kernel, entry)
+        except Exception as exc:
+            log.debug("kernel %r bucket %s: entry no longer fits the declaration (%s)",
+                      kernel.name, label, exc)
+    return variants
 
 
 def variant_from_entry(kernel, entry: dict):

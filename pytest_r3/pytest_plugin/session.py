@@ -118,10 +118,15 @@ class TunePlugin:
         for row in self.rows:
             speedup = "-" if row.speedup is None else (
                 f"{row.speedup:.2f}x ({row.speedup_q1:.2f}-{row.speedup_q3:.2f})")
-            write(f"{row.kernel:<16} {row.status:<22} {_us(row.baseline_seconds):>12} "
+            write(f"{row.label:<16} {row.status:<22} {_us(row.baseline_seconds):>12} "
                   f"{_us(row.tuned_seconds):>12} {speedup:>22} "
                   f"{row.evaluations:>5} ({row.new_evaluations:>3})  {row.describe_changes()}",
                   red=row.status.startswith("FAIL"))
+            for sub in row.buckets:  # a specialised kernel: the variant of each bucket
+                speedup = "-" if sub.speedup is None else f"{sub.speedup:.2f}x"
+                write(f"    bucket {sub.bucket}: {sub.status}, {_us(sub.baseline_seconds)} -> "
+                      f"{_us(sub.tuned_seconds)}, {speedup}, {sub.evaluations} evaluations, "
+                      f"{sub.describe_changes()}", red=sub.status.startswith("FAIL"))
             for workload in row.workloads:
                 write(f"    workload {workload['origin']} [{workload['shape']}] x"
                       f"{workload['weight']:g}: {_us(workload['baseline_median'])} -> "

@@ -256,12 +256,19 @@ class Judge:
 
     def timed(self) -> list[Case]:
         """The workloads (the heaviest, by weight times size, up to TIMED_WORKLOADS) when
-        there are any; else the largest oracle recordings (test-sized inputs)."""
-        workloads = [c for c in self.cases if c.origin == "workload"]
+        there are any; else the largest oracle recordings (test-sized inputs). With
+        ``timed_keys`` (one bucket of a specialised kernel) only those recordings count."""
+        cases = self.cases
+        if self.settings.timed_keys:
+            wanted = set(self.settings.timed_keys)
+            chosen = [c for c in cases if c.recording is not None and c.recording.key in wanted
+                      and c.origin in ("workload", "recorded")]
+            cases = chosen or cases
+        workloads = [c for c in cases if c.origin == "workload"]
         if workloads:
             heaviest = sorted(workloads, key=lambda c: (-c.weight * c.nbytes, c.label))
             return heaviest[:TIMED_WORKLOADS]
-        recorded = [c for c in self.cases if c.origin == "recorded"]
+        recorded = [c for c in cases if c.origin == "recorded"]
         by_size = sorted(recorded, key=lambda c: c.nbytes, reverse=True)
         return by_size[: self.settings.timing_recordings]
 

@@ -131,6 +131,7 @@ class ReplaySettings:
     min_sample_seconds: float = 2e-3   # each timed sample repeats launches up to this long
     timing_recordings: int = 2         # the largest N recordings are timed
     race_rounds: int = 3               # rounds before a clearly slower candidate may stop
+    timed_keys: tuple = ()             # time only these recordings (one bucket's), if any
     seed: int = 0
     # Each layer of the trust model can be tested alone; these exist for that, never for use.
     static_check: bool = True
@@ -138,6 +139,8 @@ class ReplaySettings:
     @classmethod
     def from_dict(cls, data: dict) -> ReplaySettings:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        if "timed_keys" in known:  # JSON carries the tuple as a list
+            known["timed_keys"] = tuple(known["timed_keys"])
         return cls(**known)
 
 

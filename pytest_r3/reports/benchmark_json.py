@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..outputs import write_json_atomic
-from .model import KernelReport
+from .model import KernelReport, with_buckets
 
 OPTIONS = {"disable_gc": False, "timer": "perf_counter", "min_rounds": 1, "max_time": 0.0,
            "min_time": 0.0, "warmup": True}
@@ -26,9 +26,9 @@ def _benchmark(row: KernelReport, which: str, samples: list[float]) -> dict:
     data["iterations"] = 1
     data["data"] = list(samples)
     return {
-        "group": f"r3:{row.kernel}",
-        "name": f"{row.kernel}[{which}]",
-        "fullname": f"r3::{row.kernel}[{which}]",
+        "group": f"r3:{row.label}",
+        "name": f"{row.label}[{which}]",
+        "fullname": f"r3::{row.label}[{which}]",
         "params": {"variant": which},
         "param": which,
         "extra_info": {"target": row.target, "status": row.status, "speedup": row.speedup,
@@ -47,7 +47,7 @@ def build(rows: list[KernelReport]) -> dict:
     from pytest_benchmark.utils import get_commit_info
 
     benchmarks = []
-    for row in rows:
+    for row in with_buckets(rows):
         if row.baseline_samples:
             benchmarks.append(_benchmark(row, "baseline", row.baseline_samples))
         if row.tuned_samples:

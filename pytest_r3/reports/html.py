@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..outputs import write_text_atomic
 from .markdown import _us
-from .model import KernelReport
+from .model import KernelReport, with_buckets
 
 WIDTH, HEIGHT, PAD = 420, 220, 36
 
@@ -51,7 +51,7 @@ def _speedup_svg(rows: list[KernelReport]) -> str:
         top_y = PAD + i * bar
         color = "#2ca02c" if row.speedup >= 1 else "#d62728"
         parts.append(f'<text x="4" y="{top_y + 16}" font-size="12">'
-                     f'{html.escape(row.kernel)}</text>')
+                     f'{html.escape(row.label)}</text>')
         parts.append(f'<rect x="120" y="{top_y + 4}" width="{row.speedup * scale:.1f}" '
                      f'height="{bar - 8}" fill="{color}"/>')
         if row.speedup_q1 is not None and row.speedup_q3 is not None:
@@ -66,10 +66,11 @@ def _speedup_svg(rows: list[KernelReport]) -> str:
 
 
 def render(rows: list[KernelReport]) -> str:
+    rows = with_buckets(rows)  # a specialised kernel's buckets get a section each
     body = ["<h1>pytest-r3 tuning report</h1>", "<h2>Speedup over the baseline</h2>",
             _speedup_svg(rows), "<h2>Kernels</h2>"]
     for row in rows:
-        body.append(f"<section><h3>{html.escape(row.kernel)} <small>({html.escape(row.target)},"
+        body.append(f"<section><h3>{html.escape(row.label)} <small>({html.escape(row.target)},"
                     f" {html.escape(row.status)})</small></h3>")
         body.append(f"<p>baseline {_us(row.baseline_seconds)}, tuned {_us(row.tuned_seconds)}, "
                     f"{row.evaluations} evaluations ({row.new_evaluations} new) with "

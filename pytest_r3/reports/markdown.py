@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..outputs import write_text_atomic
-from .model import KernelReport
+from .model import KernelReport, with_buckets
 
 
 def _us(seconds: float | None) -> str:
@@ -19,17 +19,22 @@ def render(rows: list[KernelReport], kind: str = "tuning") -> str:
         "| kernel | target | status | baseline | tuned | speedup (IQR) | evaluations | changes |",
         "|---|---|---|---:|---:|---:|---:|---|",
     ]
-    for row in rows:
+    for row in with_buckets(rows):
         speedup = "-" if row.speedup is None else (
             f"{row.speedup:.2f}x ({row.speedup_q1:.2f}-{row.speedup_q3:.2f})")
         flag = " (review)" if row.review else ""
         lines.append(
-            f"| `{row.kernel}` | {row.target} | {row.status}{flag} | {_us(row.baseline_seconds)} "
+            f"| {_name(row)} | {row.target} | {row.status}{flag} | {_us(row.baseline_seconds)} "
             f"| {_us(row.tuned_seconds)} | {speedup} | {row.evaluations} "
             f"({row.new_evaluations} new) | {row.describe_changes()} |")
-    for row in rows:
+    specialised = [row for row in rows if row.buckets]
+    if specialised:
+        lines += ["", "Shape-specialised kernels (specialize=): each bucket row is the variant "
+                  "plain calls in that bucket run; calls in a bucket without a row run the "
+                  "nearest tuned bucket's variant."]
+    for row in with_buckets(rows):
         if row.workloads:
-            lines += ["", f"### Workloads of `{row.kernel}`", "",
+            lines += ["", f"### Workloads of `{row.label}`", "",
                       "| workload | shape | weight | baseline | tuned | speedup |",
                       "|---|---|---:|---:|---:|---:|"]
             lines += [f"| {w['origin']} | `{w['shape']}` | {w['weight']:g} | "
@@ -63,3 +68,7 @@ def render(rows: list[KernelReport], kind: str = "tuning") -> str:
 
 def write(path: Path, rows: list[KernelReport], kind: str = "tuning") -> Path:
     return write_text_atomic(path, render(rows, kind))
+
+
+def _name(row: KernelReport) -> str:
+    return f"`{row.kernel}` bucket `{row.bucket}`" if row.bucket else f"`{row.kernel}`"

@@ -29,6 +29,14 @@ class KernelReport:
     timed_on: str = ""               # "workloads" or "test inputs" (the oracles' recordings)
     # per timed workload: key, origin, shape, weight, baseline/candidate medians, speedup
     workloads: list[dict] = field(default_factory=list)
+    # a specialised kernel (specialize=): its row sums up, one sub-row per bucket of sizes
+    bucket: str = ""                 # the bucket a sub-row tuned, e.g. "n=1024"
+    buckets: list[KernelReport] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        """The kernel's name, with the bucket for a bucket's sub-row: ``matvec [n=1024]``."""
+        return f"{self.kernel} [{self.bucket}]" if self.bucket else self.kernel
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -53,3 +61,8 @@ class KernelReport:
         if self.changes.get("source"):
             parts.append("source rewrite")
         return ", ".join(parts) or "-"
+
+
+def with_buckets(rows: list[KernelReport]) -> list[KernelReport]:
+    """Each row followed by its buckets' sub-rows (a specialised kernel's variants)."""
+    return [shown for row in rows for shown in (row, *row.buckets)]

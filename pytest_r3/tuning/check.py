@@ -23,6 +23,7 @@ def check_kernel(kernel, target: str, entry: dict, tuning: Tuning,
     says why. Any error becomes such a row, never an exception."""
     row = KernelReport(kernel.name, target, "ok", changes={
         "macros": entry.get("macros", {}), "pipeline": entry.get("pipeline", {})})
+    row.bucket = entry.get("bucket", "")  # one bucket of a specialised kernel
     row.notes.append(f"locked speedup {entry.get('speedup', '?')}x when tuned")
     try:
         return _check(kernel, entry, tuning, exercised, row)
@@ -56,8 +57,11 @@ def _check(kernel, entry: dict, tuning: Tuning, exercised: bool,
     except Exception as exc:
         return _fail(row, "invalid entry", f"the lock entry no longer fits the declaration: "
                      f"{exc}")
-    with tuning.pool(kernel, count=1,
-                     timing_rounds=tuning.settings.check_timing_rounds) as pool:
+    timed = ()
+    if entry.get("bucket") and kernel.specialize is not None:  # timed on its bucket's sizes
+        timed = tuple(tuning.buckets(kernel).get(entry["bucket"], ()))
+    with tuning.pool(kernel, count=1, timing_rounds=tuning.settings.check_timing_rounds,
+                     timed_keys=timed) as pool:
         result = pool.servers[0].evaluate(Candidate(macros=entry.get("macros", {}),
                                                     pipeline=entry.get("pipeline", {}),
                                                     label="locked"))

@@ -70,6 +70,18 @@ class Tuning:
                           address_space=self.settings.address_space,
                           log_path=self.log_path(kernel.name))
 
+    def buckets(self, kernel) -> dict[str, list[str]]:
+        """The recording keys of each bucket of a specialised ``kernel`` (specialize=), by
+        bucket label, smallest first; a recording's bucket comes from its stored scalars."""
+        specialize = kernel.specialize
+        positions = specialize.positions(kernel.signature, kernel.where)
+        found: dict[str, list[str]] = {}
+        for recording in self.recordings.load_all(kernel.name):
+            key = specialize.key({name: recording.scalars[name] for name, _ in positions})
+            found.setdefault(specialize.label(key), []).append(recording.key)
+        return dict(sorted(found.items(),
+                           key=lambda item: (specialize.vector(item[0]) or (), item[0])))
+
     def close(self) -> None:
         """Close the Dask cluster of the run, if one was opened (a local one stops)."""
         if self.cluster is not None:

@@ -45,23 +45,72 @@ def tune_kernel(kernel, tuning: Tuning, lock_path) -> KernelReport:
                f"budget {settings.budget.describe()}, "
                + (f"on Dask ({settings.dask})" if settings.dask
                   else f"{settings.workers} worker(s)"))
+    if kernel.specialize is not None:
+        return _tune_buckets(kernel, tuning, lock_path, row)
+    return _tune_variant(kernel, tuning, lock_path, row)
+
+
+def _tune_buckets(kernel, tuning: Tuning, lock_path, row: KernelReport) -> KernelReport:
+    """Tune each bucket that has recordings on its own: timed on that bucket's recordings
+    (its workloads first), verified on all of them and confirmed by every oracle test."""
+    try:
+        buckets = tuning.buckets(kernel)
+    except Exception as exc:  # a bad specialize= names itself here
+        row.status = "FAILED: tuning error"
+        row.notes.append(f"{type(exc).__name__}: {exc}")
+        return row
+    if tuning.settings.llm is not None:
+        row.notes.append("source rewrites are not evolved per bucket (one source serves "
+                         "every bucket): each bucket tunes its settings; declare the kernel "
+                         "without specialize= to evolve its source")
+    for label, keys in buckets.items():
+        tuning.say(f"pytest-r3: {kernel.name}: bucket {label} ({len(keys)} recording(s))")
+        sub = KernelReport(kernel.name, row.target, "baseline kept", optimizer=row.optimizer,
+                           bucket=label)
+        row.buckets.append(_tune_variant(kernel, tuning, lock_path, sub, label, keys))
+    tuned = [b for b in row.buckets if b.status.startswith("tuned")]
+    failed = [b for b in row.buckets if b.status.startswith("FAILED")]
+    row.status = (f"FAILED: {len(failed)} of {len(row.buckets)} bucket(s)" if failed
+                  else f"tuned {len(tuned)} of {len(row.buckets)} bucket(s)" if tuned
+                  else "baseline kept")
+    row.evaluations = sum(b.evaluations for b in row.buckets)
+    row.new_evaluations = sum(b.new_evaluations for b in row.buckets)
+    row.timed_on = next((b.timed_on for b in row.buckets if b.timed_on), "")
+    row.notes += [f"bucket {b.bucket}: {note}" for b in row.buckets for note in b.notes]
+    return row
+
+
+def _tune_variant(kernel, tuning: Tuning, lock_path, row: KernelReport,
+                  bucket: str | None = None, timed_keys: list[str] | None = None
+                  ) -> KernelReport:
+    """Search, confirm and commit one variant: the kernel's, or one ``bucket``'s (timed on
+    ``timed_keys`` only; results and lock entry kept per bucket)."""
+    settings = tuning.settings
+    target = row.target
     space = SearchSpace(kernel.space, kernel.pipeline, tune_pipeline=settings.search_pipeline)
     fingerprint = source_fingerprint(kernel)
     features = features_hash(host_target().features) if kernel.backend_name == "cpu" else None
+    extra = {"features": features}
+    if bucket is not None:
+        extra.update(specialize=kernel.specialize.description, bucket=bucket,
+                     timed=sorted(timed_keys or ()))
     store = ResultStore(tuning.r3_dir / "results", kernel.name, target, context=result_context(
         source_fingerprint=fingerprint, target=target,
         recordings=tuning.recordings.keys(kernel.name), tolerance=kernel.tolerance,
-        extra={"features": features}))
+        extra=extra))
+    specialize = None if bucket is None else kernel.specialize.description
 
     def commit(entry):
         decision = update_entry(lock_path, kernel.name, target, entry, source_hash=fingerprint,
-                                features_hash=features, retune=settings.retune)
+                                features_hash=features, retune=settings.retune,
+                                bucket=bucket, specialize=specialize)
         if decision.action == "kept":
             row.notes.append(decision.reason)
         return decision
     evolution = None
+    overrides = {"timed_keys": tuple(timed_keys)} if timed_keys else {}
     try:
-        with tuning.pool(kernel) as pool:
+        with tuning.pool(kernel, **overrides) as pool:
             if "DEGRADED" in pool.containment:
                 tuning.say(f"pytest-r3: {kernel.name}: candidate {pool.containment}")
             if getattr(pool, "description", ""):
@@ -71,7 +120,8 @@ def tune_kernel(kernel, tuning: Tuning, lock_path) -> KernelReport:
                             budget=settings.budget,
                             progress=_progress(tuning, settings.budget, pool)).run()
             best, result = outcome.best_candidate, outcome.best_result
-            if settings.llm is not None and tuning.model_stopped is None:
+            # one source serves every bucket: rewrites are evolved without specialize= only
+            if settings.llm is not None and tuning.model_stopped is None and bucket is None:
                 evolution = _evolve(kernel, tuning, pool.servers, space, store, target, best,
                                     result)
                 best, result = _best_rewrite(kernel, pool.servers[0], evolution, best, result)
