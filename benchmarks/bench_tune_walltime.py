@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -69,7 +70,34 @@ def tune(checkout: Path, workdir: Path, args: argparse.Namespace, extra: list[st
     if result.returncode != 0:
         sys.exit(f"{' '.join(command)} in {project} failed ({result.returncode}):\n"
                  f"{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
-    return {"wall": wall, "speedups": confirmed_speedups(r3_dir / "report.json")}
+    speedups = confirmed_speedups(r3_dir / "report.json")
+    for kernel in KERNELS:  # a kept baseline has no tuned samples in report.json
+        if kernel not in speedups and re.search(rf"^{kernel}\s+baseline kept", result.stdout,
+                                                re.MULTILINE):
+            speedups[kernel] = 1.0
+    return {"wall": wall, "speedups": speedups,
+            "evaluations": evaluation_figures(r3_dir / "results")}
+
+
+def evaluation_figures(results: Path) -> dict[str, dict]:
+    """Kernel -> evaluations in the result store, their median wall time (seconds, as the
+    replay server measured it) and how many were raced (timing stopped early)."""
+    figures = {}
+    for kernel in KERNELS:
+        seconds, raced = [], 0
+        for path in sorted((results / kernel).glob("*.jsonl")):
+            for line in path.read_text().splitlines():
+                try:
+                    result = json.loads(line)["result"]
+                except (ValueError, KeyError):
+                    continue
+                if "seconds" in result.get("details", {}):
+                    seconds.append(float(result["details"]["seconds"]))
+                raced += bool(result.get("timing", {}).get("raced"))
+        if seconds:
+            figures[kernel] = {"count": len(seconds), "median": statistics.median(seconds),
+                               "total": sum(seconds), "raced": raced}
+    return figures
 
 
 def confirmed_speedups(report: Path) -> dict[str, float]:
@@ -140,6 +168,22 @@ def main() -> None:
     print("vs before: before's wall time / this run's (2.00x = half the time). Kernel columns: "
           "confirmed speedup of the winner over the default build (median over repeats); "
           "'now' is timed on the production-sized workloads, the others on test-sized inputs.")
+    print("\nevaluations of the search (from the result store; compile, verification and "
+          "timing in a replay server), median over repeats: seconds summed over all "
+          "kernels, and per kernel: median seconds per evaluation, how many raced")
+    for label, _, _ in runs:
+        total = statistics.median(sum(v["total"] for v in f["evaluations"].values())
+                                  for f in figures[label])
+        cells = []
+        for kernel in KERNELS:
+            runs_of = [f["evaluations"][kernel] for f in figures[label]
+                       if kernel in f["evaluations"]]
+            if runs_of:
+                each = statistics.median(v["median"] for v in runs_of)
+                raced = statistics.median(v["raced"] for v in runs_of)
+                cells.append(f"{kernel} {each * 1e3:.0f} ms, {raced:g}/{runs_of[0]['count']} "
+                             "raced")
+        print(f"{label:<18} {total:>7.1f} s  " + "; ".join(cells))
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
 
