@@ -3,21 +3,26 @@
 For each example kernel (scaled_add, matmul, jacobi2d) this script, in one run:
 
 0. records the kernel's launches from ``example_project``'s tests into a temporary r3
-   folder (``python -m pytest example_project --r3-record -o r3_dir=...``);
+   folder (``python -m pytest example_project --r3-record -o r3_dir=...``); the
+   production-sized benchmark tests make workloads, so the replay evaluation times the
+   candidate at production size (``--oracles-only`` leaves them out: timing on the oracle
+   tests' inputs, as without workloads);
 (a) evaluates a few non-default tunable settings, one at a time, through a warm
     ReplayServer (compile, sandbox check, verification on every recording and on fresh
     inputs, interleaved timing against the baseline: default ReplaySettings, as tuning uses)
     and, for the same settings, re-runs the kernel's reference tests in a fresh pytest
     process with that variant forced active (a small ``-p`` plugin activates it at
     ``pytest_configure`` and counts the launches that used it). It prints the median
-    wall time of each and the reduction;
+    wall time of each and the reduction. With workloads it also re-runs the tests together
+    with the kernel's benchmark test, timed (``--benchmark-enable``): the fresh-run way to
+    learn what the replay evaluation learns, the time at production size;
 (b) the compile time inside the worker of a pipeline-only change (clang is skipped: the
     unoptimised IR is cached in memory; only the LLVM pipeline and JIT run) vs a macro
     change (a new clang run plus LLVM), from Result.compile_seconds.
 
 Run from anywhere::
 
-    python benchmarks/bench_replay.py [--variants N]
+    python benchmarks/bench_replay.py [--variants N] [--oracles-only]
 """
 
 from __future__ import annotations
@@ -93,9 +98,10 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def record(r3_dir: Path) -> None:
+def record(r3_dir: Path, oracles_only: bool) -> None:
     command = [sys.executable, "-m", "pytest", str(EXAMPLE), "--r3-record", "-o",
-               f"r3_dir={r3_dir}", "-q", "-p", "no:cacheprovider"]
+               f"r3_dir={r3_dir}", "-q", "-p", "no:cacheprovider",
+               *(["-k", "not benchmark"] if oracles_only else [])]
     result = subprocess.run(command, capture_output=True, text=True, env=clean_env())
     if result.returncode != 0:
         sys.exit(f"recording failed:\n{result.stdout}\n{result.stderr}")
@@ -139,9 +145,15 @@ def evaluate_on_server(name: str, r3_dir: Path, variants: list[dict],
             "macro": macro_compiles, "pipeline": pipeline_compiles, "statuses": statuses}
 
 
-def rerun_tests(name: str, variants: list[dict], workdir: Path) -> list[float]:
+def rerun_tests(name: str, variants: list[dict], workdir: Path,
+                benchmark: bool = False) -> list[float]:
+    """A fresh pytest of the kernel's tests per variant; with ``benchmark``, its
+    production-sized benchmark test too, timed by pytest-benchmark."""
     (workdir / "r3_bench_force.py").write_text(FORCE_PLUGIN)
-    test_file = EXAMPLE / "tests" / f"test_{name}.py"
+    tests = [str(EXAMPLE / "tests" / f"test_{name}.py")]
+    if benchmark:
+        tests += [f"{EXAMPLE / 'tests' / 'test_benchmarks.py'}::test_{name}_production",
+                  "--benchmark-enable"]
     walls = []
     for macros in variants:
         report = workdir / "report.json"
@@ -149,7 +161,7 @@ def rerun_tests(name: str, variants: list[dict], workdir: Path) -> list[float]:
         env = clean_env(PYTHONPATH=os.pathsep.join([str(workdir), str(EXAMPLE)]),
                         R3_BENCH_FORCE=json.dumps({"kernel": name, "macros": macros}),
                         R3_BENCH_REPORT=str(report))
-        command = [sys.executable, "-m", "pytest", str(test_file), "-q", "-p",
+        command = [sys.executable, "-m", "pytest", *tests, "-q", "-p",
                    "no:cacheprovider", "-p", "r3_bench_force"]
         started = time.perf_counter()
         result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT)
@@ -170,18 +182,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--variants", type=int, default=4,
                         help="non-default tunable settings per kernel (default 4)")
+    parser.add_argument("--oracles-only", action="store_true",
+                        help="record without the benchmark tests: no workloads, timing on "
+                             "the oracle tests' inputs")
     args = parser.parse_args()
     began = time.perf_counter()
     print(f"python {platform.python_version()} on {platform.machine()}, "
-          f"{os.cpu_count()} CPU(s); {args.variants} variants per kernel")
+          f"{os.cpu_count()} CPU(s); {args.variants} variants per kernel; "
+          + ("oracle recordings only" if args.oracles_only else
+             "workloads from the benchmark tests"))
     with tempfile.TemporaryDirectory(prefix="r3-bench-replay-") as temporary:
         temporary = Path(temporary)
         r3_dir = temporary / "r3"
         started = time.perf_counter()
-        record(r3_dir)
+        record(r3_dir, args.oracles_only)
         print(f"recorded the example project in {time.perf_counter() - started:.2f} s "
               f"into {r3_dir}\n")
-        rows = {}
+        rows, timed_runs = {}, {}
         for name in KERNELS:
             variants = non_default_variants(name, args.variants)
             server = evaluate_on_server(name, r3_dir, variants, ReplaySettings(), True)
@@ -190,6 +207,8 @@ def main() -> None:
             if bad:
                 print(f"note: {name}: non-ok results {bad}")
             rows[name] = (variants, server, quick, rerun_tests(name, variants, temporary))
+            if not args.oracles_only:
+                timed_runs[name] = rerun_tests(name, variants, temporary, benchmark=True)
 
     print("(a) one candidate: warm ReplayServer vs a fresh pytest run of the kernel's tests")
     header = (f"{'kernel':<11} {'recs':>4} {'fresh pytest':>13} {'replay':>10} "
@@ -221,6 +240,21 @@ def main() -> None:
     print(f"reduction, replay: min {min(reductions):.1f}%, median {median(reductions):.1f}%; "
           f"replay quick: min {min(quick_reductions):.1f}%, median "
           f"{median(quick_reductions):.1f}% (aim >= 95%)")
+    if timed_runs:
+        print("\n(a') with workloads: the replay evaluation (it times the candidate at "
+              "production size) vs a fresh pytest of the kernel's tests plus its benchmark "
+              "test, timed by pytest-benchmark (--benchmark-enable)")
+        header = f"{'kernel':<11} {'fresh pytest + benchmark':>25} {'replay':>10} {'reduction':>10}"
+        print(header)
+        print("-" * len(header))
+        timed_reductions = []
+        for name, walls in timed_runs.items():
+            evaluate = median(rows[name][1]["walls"])
+            timed_reductions.append(100 * (1 - evaluate / median(walls)))
+            print(f"{name:<11} {median(walls) * 1e3:>22.1f} ms {evaluate * 1e3:>7.1f} ms "
+                  f"{timed_reductions[-1]:>9.1f}%")
+        print(f"reduction: min {min(timed_reductions):.1f}%, median "
+              f"{median(timed_reductions):.1f}%")
     for name, (variants, *_) in rows.items():
         print(f"  {name} variants: " + "; ".join(
             ", ".join(f"{k}={v}" for k, v in sorted(m.items())) for m in variants))

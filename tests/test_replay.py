@@ -302,6 +302,30 @@ def test_writing_to_a_read_only_input_is_caught(server):
     assert result.details["kind"] == "modified_input" and result.details["buffer"] == "y"
 
 
+def test_one_flipped_bit_in_the_last_element_of_a_read_only_input_is_caught(server):
+    """The read-only check compares bits: the lowest mantissa bit of the last element, a
+    change within any float tolerance, still rejects the candidate."""
+    result = server.evaluate(Candidate(source_text=rewrite(
+        after_loop="if (n > 0) ((unsigned *)y)[n - 1] ^= 1u;")))
+    assert result.status == "wrong_output", result.summary()
+    assert result.details["kind"] == "modified_input" and result.details["buffer"] == "y"
+
+
+def test_same_bits_tells_every_bit_apart():
+    from pytest_r3.replay.judge import _same_bits
+
+    values = np.random.default_rng(0).random(1 << 16, dtype=np.float32)
+    assert _same_bits(values, values.copy())
+    flipped = values.copy()
+    flipped.view(np.uint32)[-1] ^= 1
+    assert not _same_bits(values, flipped)
+    quiet, other = np.array([np.nan], np.float64), np.array([np.nan], np.float64)
+    other.view(np.uint64)[0] ^= 1  # another NaN payload: equal as numbers, not as bits
+    assert _same_bits(quiet, quiet.copy()) and not _same_bits(quiet, other)
+    assert not _same_bits(np.zeros(4, np.float32), np.zeros(5, np.float32))
+    assert not _same_bits(np.zeros((2, 2)), np.zeros(4))
+
+
 def _c_floats(values: np.ndarray) -> str:
     return ", ".join(float(v).hex() + "f" for v in values)
 
