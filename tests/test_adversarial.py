@@ -130,6 +130,8 @@ CASES = [
     Case("uninitialised_stack", S, _v(WRONG, "uninitialised", "mismatch", "nondeterministic")),
     Case("pointer_cache", A, _v(WRONG, "timed_output", "mismatch", "nondeterministic")),
     Case("stale_output_check", S, _v(WRONG, "stale_output")),
+    Case("stale_output_ends", S, _v(WRONG, "stale_output")),
+    Case("stale_output_sampled", S, _v(WRONG, "stale_output")),
     # layer 3 alone: the static check is off, the OS containment must refuse
     Case("os_fork", S, _v(VIOLATION, "syscall"), contained=True),
     Case("os_execve", S, _v(VIOLATION, "syscall"), contained=True),

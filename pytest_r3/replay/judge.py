@@ -3,7 +3,8 @@
 The judge plans the input sets (cases) a candidate is run on: the recordings as they were,
 aliasing included; perturbed copies (float and integer data, float scalars); the smallest
 recording at nearby problem sizes; and each recording run again on the outputs it left, its
-read-only inputs changed in one random half, then in the other. Workload recordings (the
+read-only inputs changed in one random half, then in the other, or in one random element.
+Workload recordings (the
 sizes users run) are timed, weighted by how many launches each stands for, and checked
 after their timed runs; the oracles' recordings are timed only when there is no workload.
 It learns what each case must produce from the baseline before any candidate has run in
@@ -289,28 +290,41 @@ class Judge:
 
 
 def _kept_output_steps(case: Case, rng: np.random.Generator) -> list[Case]:
-    """Two more launches after ``case`` on the buffers it wrote: its read-only inputs changed
-    in a random half of their elements, then in the other half. A rewrite that returns early
-    when its outputs already look computed for the inputs (a stateless cache: the timed runs
-    would reward it, and every other check refills the outputs) leaves one half stale."""
+    """More launches on the buffers ``case`` wrote, its read-only inputs changed in between:
+    in a random half of their elements, then in the other half; and, from ``case`` again, in
+    one random element. A rewrite that returns early when the outputs it samples already
+    look computed for the inputs (a stateless cache: the timed runs would reward it, and
+    every other check refills the outputs) leaves stale outputs in one of them: the halves
+    catch a sample that falls in one half, the single element any sample that misses it."""
     changing = [n for n, slot in enumerate(case.slots) if not slot.written and slot.values.size > 1]
     if not changing or not any(slot.written for slot in case.slots):
         return []
-    halves = {}
+    halves, single = {}, {}
     for number in changing:
-        half = rng.random(case.slots[number].values.shape) < 0.5
-        half.flat[0], half.flat[-1] = True, False  # both halves hold an element
+        shape = case.slots[number].values.shape
+        half = rng.random(shape) < 0.5
+        inside, outside = rng.choice(half.size, 2, replace=False)
+        half.flat[inside], half.flat[outside] = True, False  # both halves hold an element
         halves[number] = half
+        single[number] = np.zeros(shape, dtype=bool)
+        single[number].flat[rng.integers(half.size)] = True
+
+    def changed(slots: list[planning.Slot], where: dict) -> list[planning.Slot]:
+        return [planning.Slot(slot.params, slot.written, np.where(
+                    where[number], perturbed(slot.values, rng, integers=True), slot.values)
+                    if number in where else slot.values)
+                for number, slot in enumerate(slots)]
+
     steps: list[Case] = []
     slots = case.slots
     for part, which in ((True, "one random half"), (False, "the other half")):
-        slots = [planning.Slot(slot.params, slot.written, np.where(
-                     halves[number] == part, perturbed(slot.values, rng, integers=True),
-                     slot.values) if number in halves else slot.values)
-                 for number, slot in enumerate(slots)]
+        slots = changed(slots, {n: half == part for n, half in halves.items()})
         steps.append(Case(f"{case.label} run again on the outputs it left, its read-only inputs "
                           f"changed in {which}", "kept", dict(case.scalars), slots,
                           after=[case, *steps]))
+    steps.append(Case(f"{case.label} run again on the outputs it left, its read-only inputs "
+                      "changed in one random element", "kept", dict(case.scalars),
+                      changed(case.slots, single), after=[case]))
     return steps
 
 
