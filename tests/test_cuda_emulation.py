@@ -536,6 +536,7 @@ def test_record_then_tune_skips_emulated_kernels_in_one_line(pytester):
     result.stdout.fnmatch_lines([
         "pytest-r3: saxpy: not tuned: CUDA runs in emulation on the CPU here: its timings say "
         "nothing about a GPU, so nothing is ranked and no lock entry is written"])
+    assert "saxpy: no workload recorded" not in result.stdout.str()  # nothing is timed
     assert (pytester.path / ".r3" / "recordings" / "saxpy" / "index.json").is_file()
     lock = pytester.path / "r3.lock"
     assert not lock.exists() or "saxpy" not in lock.read_text()

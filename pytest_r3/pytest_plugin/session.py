@@ -211,7 +211,8 @@ class TunePlugin:
                 if name not in kernels:
                     self._unavailable(name)
                     continue
-                timed_on = self._say_what_times(name)
+                emulated = getattr(kernels[name].backend, "emulated", False)  # never timed
+                timed_on = "" if emulated else self._say_what_times(name)
                 row = tune_kernel(kernels[name], tuning, self.lock_path)
                 row.timed_on = row.timed_on or timed_on  # said even when the baseline was kept
                 if row.status.startswith("FAILED"):
