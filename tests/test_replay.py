@@ -180,6 +180,50 @@ def test_a_clearly_slower_candidate_stops_timing_early_and_a_close_one_does_not(
     assert not same.timing["raced"] and same.timing["rounds"] == 8
 
 
+# wrong only where n is large (the smallest recording passes): fast there, it does half
+FAST_AND_WRONG_WHEN_LARGE = rewrite(before_loop="if (n > 1000) n = n / 2;")
+# wrong only where n is large, and slow everywhere
+SLOW_AND_WRONG_WHEN_LARGE = rewrite("""
+    float t = 2.0f * x[i] + y[i], s = t;
+    for (int k = 0; k < 32; ++k) s = s * 0.5f;
+    out[i] = (n > 1000 && i == n - 1) ? -1.0f : t + s * 0.0f;""")
+
+
+def test_a_racing_candidate_not_clearly_slower_is_verified_in_full(recorded, tmp_path):
+    """Racing verifies first on the smallest recording only; a candidate that does not lose
+    its race goes on to every check, so one wrong only on large inputs is still caught."""
+    store = RecordingStore(tmp_path / "recordings")
+    keys = record_launches(recorded.kernel, store, [axpy_launch(64, 1),
+                                                    axpy_launch(200_000, 2)])
+    settings = dataclasses.replace(FAST, timing_rounds=6, min_sample_seconds=1e-3)
+    with ReplayServer(recorded.spec, store.root, keys, settings) as server:
+        result = server.evaluate(Candidate(source_text=FAST_AND_WRONG_WHEN_LARGE,
+                                           label="fast, wrong when large", race_against=1.0))
+        right = server.evaluate(Candidate(label="baseline again", race_against=1.0))
+    assert result.status == "wrong_output", result.summary()
+    assert right.status == "ok" and right.details["verified"] == "in full"
+
+
+def test_a_race_loser_is_verified_on_the_smallest_recording_only_and_never_kept(
+        recorded, tmp_path):
+    """A clearly slower candidate stops after the smallest recording's check and the race:
+    its result says so. Unraced (how the search's finalists are confirmed), the same
+    candidate is verified in full and rejected."""
+    store = RecordingStore(tmp_path / "recordings")
+    keys = record_launches(recorded.kernel, store, [axpy_launch(64, 1),
+                                                    axpy_launch(200_000, 2)])
+    settings = dataclasses.replace(FAST, timing_rounds=8, min_timing_rounds=8,
+                                   min_sample_seconds=1e-3, race_rounds=3)
+    with ReplayServer(recorded.spec, store.root, keys, settings) as server:
+        raced = server.evaluate(Candidate(source_text=SLOW_AND_WRONG_WHEN_LARGE,
+                                          label="slow loser", race_against=1.0))
+        confirmed = server.evaluate(Candidate(source_text=SLOW_AND_WRONG_WHEN_LARGE,
+                                              label="confirmed"))
+    assert raced.status == "ok" and raced.timing["raced"], raced.summary()
+    assert raced.details["verified"].startswith("smallest recording")
+    assert confirmed.status == "wrong_output", confirmed.summary()
+
+
 # -- failures found before running ---------------------------------------------------------
 
 

@@ -238,7 +238,22 @@ class ReplayServer:
                                           "tunables": tunables}, self.request_timeout)
         result.compile_seconds.update(built.get("seconds", {}))
         run = self._runner(name, self.request_timeout)
-        self.judge.verify(run, self.judge.verifying())
+        emulated = getattr(self.compiler.backend, "emulated", False)  # CUDA on the CPU
+        racing = candidate.race_against is not None and not emulated
+        timing = None
+        if racing:
+            # A candidate that loses the race against the best so far is never kept (the
+            # search's finalists are evaluated again in full, unraced), so it is verified
+            # only as much as the race needs: on the smallest recording, which most wrong
+            # candidates already fail. One that is not clearly slower is verified in full.
+            self.judge.verify_smallest(run)
+            timing = self._time(name, candidate.race_against)
+            if timing["raced"]:
+                result.timing = timing
+                result.details["verified"] = "smallest recording (lost the race, never kept)"
+                self._ask("drop", {"name": name}, self.request_timeout)
+                return result
+        self.judge.verify(run, self.judge.verifying(), smallest_first=not racing)
         if compiled.pattern_ir is not None:
             self._ask("build", {"name": "pattern", "ir": compiled.pattern_ir,
                                 "pipeline": pipeline, "tunables": tunables},
@@ -248,12 +263,13 @@ class ReplayServer:
                               attempts=1, kind="uninitialised",
                               what="the build with patterned uninitialised variables, on ")
             self._ask("drop", {"name": "pattern"}, self.request_timeout)
-        if getattr(self.compiler.backend, "emulated", False):  # CUDA on the CPU: never timed
+        if emulated:  # never timed: emulated timings say nothing about a GPU
             result.diagnostics.append("verified in CUDA emulation on the CPU; not timed: "
                                       "emulated timings say nothing about a GPU")
             self._ask("drop", {"name": name}, self.request_timeout)
             return result
-        result.timing = self._time(name, candidate.race_against)
+        result.timing = timing or self._time(name, None)
+        result.details["verified"] = "in full"
         if result.timing["speedup"] > self.settings.sanity_bound:
             self.judge.verify(run, self.judge.reserve())
             result.review = True
@@ -267,7 +283,8 @@ class ReplayServer:
 
     def _time(self, name: str, race_against: float | None = None) -> dict:
         """Interleaved timing, then the buffers the timed runs used must hold right answers
-        after as many launches in a row as a timed sample made."""
+        after as many launches in a row as a timed sample made (unless the candidate lost
+        its race: it is never kept, so its buffers need no check)."""
         timed = self.judge.timed()
         seeds = [[{n: secrets.randbits(62) for n in case.output_only} for case in timed]
                  for _ in range(2)]
@@ -280,6 +297,19 @@ class ReplayServer:
             "checks": [[case.fills(s) for case, s in zip(timed, parity, strict=True)]
                        for parity in seeds], "weights": weights}, self.request_timeout)
         timing = checked_timing(data.get("timing"), weights)
+        timing["timed_on"] = ("workloads" if any(c.origin == "workload" for c in timed)
+                              else "test inputs")
+        if timing["timed_on"] == "workloads":  # the report gives each one's speedup
+            timing["workloads"] = [
+                {"key": case.recording.key, "origin": case.recording.workload["origin"],
+                 "shape": case.recording.shape_signature, **figures}
+                for case, figures in zip(timed, timing["cases"], strict=True)]
+        if timing["raced"]:  # a loser's buffers are not checked: it is never kept
+            if race_against is None:
+                raise WorkerDied(Result(protocol.CRASH, diagnostics=[
+                    "the worker stopped timing a candidate that was not racing"],
+                    details={"kind": "protocol"}))
+            return timing
         which = arrays.get("set")
         if which is None or which.shape != (1,) or int(which[0]) not in (0, 1):
             raise WorkerDied(Result(protocol.CRASH, diagnostics=[
@@ -294,13 +324,6 @@ class ReplayServer:
                     seeds[parity][position], kind="timed_output",
                     what="repeated launches on the buffers of the timed runs, on ",
                     check_return=False)
-        timing["timed_on"] = ("workloads" if any(c.origin == "workload" for c in timed)
-                              else "test inputs")
-        if timing["timed_on"] == "workloads":  # the report gives each one's speedup
-            timing["workloads"] = [
-                {"key": case.recording.key, "origin": case.recording.workload["origin"],
-                 "shape": case.recording.shape_signature, **figures}
-                for case, figures in zip(timed, timing["cases"], strict=True)]
         return timing
 
     def ping(self) -> bool:

@@ -206,19 +206,26 @@ class Judge:
                 raise Rejected(WRONG_OUTPUT, kind, f"{label}: {problem}", buffer="return")
 
     def verify(self, run, cases: list[Case], attempts: int = 2, kind: str | None = None,
-               what: str = "") -> None:
+               what: str = "", smallest_first: bool = True) -> None:
         """Each case run ``attempts`` times, each with its own random poison and guards; every
         run must match the reference (a second run that does not is nondeterminism).
         ``run`` takes a batch of ``(case, fills, guard_seed)`` and returns the replies."""
-        recorded = [case for case in cases if case.origin == "recorded"]
-        if len(cases) > 2 and recorded:  # most wrong candidates are wrong everywhere: the
-            smallest = min(recorded, key=lambda c: c.nbytes)  # smallest case says so soonest
-            self._verify_batches(run, [smallest], 1, kind, what)
+        if smallest_first and len(cases) > 2:
+            self.verify_smallest(run, cases, kind, what)
         groups: dict[str, list[Case]] = {}  # one batch per kind of case, so a candidate
         for case in cases:                   # that crashes only on derived sizes is still
             groups.setdefault(case.origin, []).append(case)  # named wrong on the others
         for origin, group in groups.items():  # a kept-outputs case has no poison to vary
             self._verify_batches(run, group, 1 if origin == "kept" else attempts, kind, what)
+
+    def verify_smallest(self, run, cases: list[Case] | None = None, kind: str | None = None,
+                        what: str = "") -> None:
+        """One run on the smallest recording: most wrong candidates are wrong everywhere, and
+        the smallest case says so soonest."""
+        recorded = [case for case in (self.verifying() if cases is None else cases)
+                    if case.origin == "recorded"]
+        if recorded:
+            self._verify_batches(run, [min(recorded, key=lambda c: c.nbytes)], 1, kind, what)
 
     def _verify_batches(self, run, cases: list[Case], attempts: int, kind: str | None,
                         what: str) -> None:

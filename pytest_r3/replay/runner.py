@@ -49,6 +49,7 @@ class Runner:
                        if spec.launch else None)
         self.variants: dict[str, object] = {}
         self.cases: list[WorkerCase] = []
+        self._repeats: dict[int, int] = {}  # launches per timed sample, by case (baseline's)
 
     # -- variants ----------------------------------------------------------------------------
     def build(self, name: str, ir: str, pipeline: dict, tunables: dict) -> dict:
@@ -73,6 +74,7 @@ class Runner:
 
     # -- cases --------------------------------------------------------------------------------
     def set_cases(self, layout: list[dict], arrays: dict[str, np.ndarray]) -> None:
+        self._repeats = {}
         self.cases = [
             WorkerCase(dict(case["scalars"]), [
                 Slot(list(slot["params"]), bool(slot["written"]), arrays[f"{index}.{number}"])
@@ -153,9 +155,13 @@ class Runner:
             timing = interleaved_speedup(
                 self.backend, self.variants["baseline"], self.variants[variant],
                 [args for args, _ in sets["base"]], [args for args, _ in sets["cand"]],
-                self.settings, weights, race_against)
+                self.settings, weights, race_against,
+                [self._repeats.get(index) for index in case_indices])
+            self._repeats.update(zip(case_indices, timing["repeats"]))
         except KernelFault as fault:
             end_worker(fault)
+        if timing["raced"]:  # a loser is never kept: its buffers need no check
+            return {"timing": timing}, {}
         # the set of buffers the candidate ran on last (timing trades them every other round)
         last_round = self.settings.warmup_rounds + timing["rounds"] - 1
         last_set = sets["base" if last_round // 2 % 2 else "cand"]

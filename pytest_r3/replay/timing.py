@@ -45,7 +45,8 @@ def _outrun(base_times: list[float], cand_times: list[float], race_against: floa
 
 def interleaved_speedup(backend, baseline, candidate, base_args: list, cand_args: list,
                         settings, weights: list[float] | None = None,
-                        race_against: float | None = None) -> dict:
+                        race_against: float | None = None,
+                        repeats: list[int | None] | None = None) -> dict:
     """Median times and the baseline/candidate ratio with its interquartile range.
 
     ``base_args`` and ``cand_args`` are two sets of launch arguments, one per timed case.
@@ -55,16 +56,20 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list, cand_args
     Each round times every case for both variants, the order alternating between rounds
     and the two sets of buffers traded every other round (where arrays land in memory can
     move a timing by 10% or more);
-    a sample repeats the launch until it lasts about ``min_sample_seconds``. Rounds stop
+    a sample repeats the launch until it lasts about ``min_sample_seconds`` (``repeats``:
+    launches per sample already known, per case, from an earlier timing). Rounds stop
     early, after ``min_timing_rounds``, once the ratio is steady (IQR under half the noise
     floor), and at ``timing_rounds`` otherwise. With ``race_against`` (the best speedup so
     far), they stop as soon as the candidate has clearly lost (``raced`` in the result).
     """
+    known = repeats or [None] * len(base_args)
     repeats = []
-    for args in base_args:
-        single = _sample(backend, baseline, args, 1)
-        repeats.append(max(1, min(10_000, math.ceil(settings.min_sample_seconds
-                                                    / max(single, 1e-9)))))
+    for args, count in zip(base_args, known, strict=True):
+        if count is None:  # the baseline's time decides; a worker remembers it per case
+            single = _sample(backend, baseline, args, 1)
+            count = max(1, min(10_000, math.ceil(settings.min_sample_seconds
+                                                 / max(single, 1e-9))))
+        repeats.append(count)
     weights = [1.0] * len(base_args) if weights is None else [float(w) for w in weights]
     base_times, cand_times = [], []
     raced = False

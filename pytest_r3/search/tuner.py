@@ -1,16 +1,18 @@
 """The inner search loop: Nevergrad proposes, replay workers evaluate, the store remembers.
 
-Candidates are asked in batches of one per worker and told back in the order asked, so a
-run with the same seed asks the same sequence again; together with the result store this
-is what lets an interrupted run resume without repeating an evaluation.
+Candidates are evaluated as workers free up and told back in the order asked, each asked
+only after the one a window before it was told, so a run with the same seed asks the same
+sequence again; together with the result store this is what lets an interrupted run resume
+without repeating an evaluation.
 """
 
 from __future__ import annotations
 
 import re
 import time
+from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from queue import Queue
 
@@ -109,6 +111,18 @@ class Outcome:
         return len(curve)
 
 
+@dataclass
+class _Pending:
+    """A point asked and not yet told: its evaluation (None: nothing to run), and whether
+    it counts against the budget (a point asked again while known does not)."""
+
+    point: object
+    candidate: Candidate
+    key: str
+    future: Future | None
+    counts: bool = True
+
+
 def loss_of(result: dict) -> float:
     if result.get("status") != "ok" or not result.get("timing"):
         return FAILURE_LOSS
@@ -145,35 +159,19 @@ class Tuner:
         self.max_repeats = max_repeats
         self.source_text = source_text  # a rewrite whose settings are searched
 
-    def _evaluate_batch(self, candidates: list[Candidate]) -> list[tuple[dict, bool]]:
-        """(result dict, came from the store) for each candidate, evaluated in parallel."""
-        free: Queue = Queue()
-        for server in self.servers:
-            free.put(server)
-
-        def evaluate(candidate: Candidate) -> tuple[dict, bool]:
-            key = configuration_key(self.source_hash, candidate.key())
-            stored = self.store.get(key)
-            if stored is not None:
-                return stored["result"], True
-            server = free.get()
-            try:
-                result = server.evaluate(candidate).as_dict()
-            finally:
-                free.put(server)
-            self.store.add(key, candidate.as_dict(), result)
-            return result, False
-
-        unique = {c.key(): c for c in candidates}  # the same point twice runs once
-        with ThreadPoolExecutor(max_workers=len(self.servers)) as pool:
-            results = dict(zip(unique, pool.map(evaluate, unique.values())))
-        seen: set[str] = set()
-        answers = []
-        for candidate in candidates:
-            result, cached = results[candidate.key()]
-            answers.append((result, cached or candidate.key() in seen))
-            seen.add(candidate.key())
-        return answers
+    def _evaluate_one(self, candidate: Candidate) -> tuple[dict, bool]:
+        """(result dict, came from the store) for ``candidate``, on the first free server."""
+        key = configuration_key(self.source_hash, candidate.key())
+        stored = self.store.get(key)
+        if stored is not None:
+            return stored["result"], True
+        server = self._free.get()
+        try:
+            result = server.evaluate(candidate).as_dict()
+        finally:
+            self._free.put(server)
+        self.store.add(key, candidate.as_dict(), result)
+        return result, False
 
     def run(self) -> Outcome:
         """Search within the budget, then confirm the best configurations.
@@ -186,6 +184,9 @@ class Tuner:
         """
         outcome = Outcome(self.kernel, self.optimizer_name, self.budget)
         started = time.perf_counter()
+        self._free: Queue = Queue()
+        for server in self.servers:
+            self._free.put(server)
         losses: dict[str, float] = {}  # configurations seen in this run, by key
         values: dict[str, dict] = {}
         if not self.space.tune_pipeline and not self.space.tuning.tunables:
@@ -212,7 +213,7 @@ class Tuner:
     def _evaluate_only(self, outcome: Outcome) -> None:
         candidate = Candidate(source_text=self.source_text, label=f"{self.kernel} #1")
         key = configuration_key(self.source_hash, candidate.key())
-        ((result, cached),) = self._evaluate_batch([candidate])
+        result, cached = self._evaluate_one(candidate)
         outcome.new_evaluations += 0 if cached else 1
         outcome.candidates.append(candidate)
         outcome.steps.append(Step(1, key, result["status"], loss_of(result),
@@ -223,75 +224,102 @@ class Tuner:
     def _search(self, space: SearchSpace, budget: Budget, outcome: Outcome,
                 losses: dict[str, float], values: dict[str, dict], started: float,
                 start_macros: dict | None) -> None:
+        """Ask, evaluate and tell through a window of ``2 x workers`` candidates in flight.
+
+        A worker takes the next candidate as soon as it is free (a candidate that loses its
+        race early does not wait for a slow neighbour), but answers are told in the order
+        asked, and a new candidate is asked only once the one ``window`` places before it
+        is told: what the optimizer knows at each ask depends on results only, never on
+        which evaluation finished first, so the same seed and stored results ask the same
+        sequence again (an interrupted or repeated run re-evaluates nothing).
+        """
         import nevergrad as ng
 
+        window = 2 * len(self.servers)
         parametrization = space.parametrization(self.seed, start_macros)
         optimizer = ng.optimizers.registry[self.optimizer_name](
             parametrization=parametrization, budget=budget.evaluations or 100_000,
-            num_workers=len(self.servers))
+            num_workers=window)
         optimizer.suggest(parametrization.value)  # the starting point is evaluated first
         first = len(outcome.steps)
+        in_flight: deque[_Pending] = deque()
+        counted = [0]  # points asked that count against the budget (told or in flight)
         repeats_in_a_row = 0
 
         def spent() -> bool:
             elapsed = time.perf_counter() - started
-            return (budget.exhausted(len(outcome.steps) - first, elapsed)
-                    or self.budget.exhausted(len(outcome.steps), elapsed))
+            return (outcome.exhausted or budget.exhausted(counted[0], elapsed)
+                    or self.budget.exhausted(first + counted[0], elapsed))
 
-        while not spent():
-            limits = [len(self.servers)]
-            for total, done in ((budget.evaluations, len(outcome.steps) - first),
-                                (self.budget.evaluations, len(outcome.steps))):
-                if total is not None:
-                    limits.append(total - done)
-            points = [optimizer.ask() for _ in range(max(1, min(limits)))]
-            fresh: dict[str, Candidate] = {}
-            keyed = []
-            for point in points:
-                candidate = space.decode(point.value,
-                                         f"{self.kernel} #{len(losses) + len(fresh) + 1}")
-                if self.source_text is not None:
-                    candidate = replace(candidate, source_text=self.source_text)
-                key = configuration_key(self.source_hash, candidate.key())
-                keyed.append((point, candidate, key))
-                if key not in losses and key not in fresh and space.is_valid(point.value):
-                    fresh[key] = candidate
-            # a candidate clearly slower than the best so far stops timing early (racing);
-            # the finalists are measured in full again when confirmed
-            incumbent = max([1.0, *(step.speedup for step in outcome.steps
-                                    if step.status == "ok" and step.speedup)])
-            racing = [replace(candidate, race_against=incumbent) for candidate in fresh.values()]
-            results = dict(zip(fresh, self._evaluate_batch(racing)))
-            for point, candidate, key in keyed:
-                if key in losses:  # asked again: answer from memory, costs no budget
-                    optimizer.tell(point, losses[key])
-                    repeats_in_a_row += 1
-                    continue
-                result, cached = results.get(key) or ({"status": INVALID, "timing": {}}, True)
-                loss = losses[key] = loss_of(result)
-                values[key] = point.value
-                optimizer.tell(point, loss)
-                repeats_in_a_row = 0
-                outcome.new_evaluations += 0 if cached else 1
-                outcome.candidates.append(candidate)
-                speedup = (result.get("timing") or {}).get("speedup")
-                outcome.steps.append(Step(len(outcome.steps) + 1, key, result["status"], loss,
-                                          speedup, cached))
-                if not candidate.macros and not candidate.pipeline \
-                        and candidate.source_text is None \
-                        and outcome.baseline_result is None and result["status"] != INVALID:
-                    outcome.baseline_result = Result.from_dict(result)
-            if self.progress:
-                self.progress(outcome)
-            if repeats_in_a_row >= self.max_repeats:
-                outcome.exhausted = True  # the optimizer only proposes known points
-                return
+        with ThreadPoolExecutor(max_workers=len(self.servers)) as executor:
+            try:
+                while True:
+                    while len(in_flight) < window and not spent():
+                        in_flight.append(self._ask(optimizer, space, outcome, losses,
+                                                   in_flight, executor))
+                        counted[0] += in_flight[-1].counts
+                    if not in_flight:
+                        return
+                    pending = in_flight.popleft()
+                    if not pending.counts:  # asked again: answered from memory, no budget
+                        optimizer.tell(pending.point, losses[pending.key])
+                        repeats_in_a_row += 1
+                        # the optimizer only proposes known points: tell what is in flight
+                        outcome.exhausted |= repeats_in_a_row >= self.max_repeats
+                        continue
+                    repeats_in_a_row = 0
+                    self._tell(optimizer, pending, outcome, losses, values)
+                    if self.progress:
+                        self.progress(outcome)
+            except BaseException:
+                executor.shutdown(wait=True, cancel_futures=True)
+                raise
+
+    def _ask(self, optimizer, space: SearchSpace, outcome: Outcome, losses: dict[str, float],
+             in_flight: deque, executor) -> _Pending:
+        """The optimizer's next point, its evaluation started unless it is known already."""
+        point = optimizer.ask()
+        asked = sum(1 for p in in_flight if p.counts)
+        candidate = space.decode(point.value, f"{self.kernel} #{len(losses) + asked + 1}")
+        if self.source_text is not None:
+            candidate = replace(candidate, source_text=self.source_text)
+        key = configuration_key(self.source_hash, candidate.key())
+        if key in losses or any(p.key == key for p in in_flight):
+            return _Pending(point, candidate, key, None, counts=False)
+        if not space.is_valid(point.value):
+            return _Pending(point, candidate, key, None)
+        # a candidate clearly slower than the best told so far stops timing early (racing);
+        # the finalists are measured in full again when confirmed
+        incumbent = max([1.0, *(step.speedup for step in outcome.steps
+                                if step.status == "ok" and step.speedup)])
+        racing = replace(candidate, race_against=incumbent)
+        return _Pending(point, candidate, key, executor.submit(self._evaluate_one, racing))
+
+    def _tell(self, optimizer, pending: _Pending, outcome: Outcome, losses: dict[str, float],
+              values: dict[str, dict]) -> None:
+        result, cached = (pending.future.result() if pending.future is not None
+                          else ({"status": INVALID, "timing": {}}, True))
+        candidate, key = pending.candidate, pending.key
+        loss = losses[key] = loss_of(result)
+        values[key] = pending.point.value
+        optimizer.tell(pending.point, loss)
+        outcome.new_evaluations += 0 if cached else 1
+        outcome.candidates.append(candidate)
+        speedup = (result.get("timing") or {}).get("speedup")
+        outcome.steps.append(Step(len(outcome.steps) + 1, key, result["status"], loss,
+                                  speedup, cached))
+        if not candidate.macros and not candidate.pipeline \
+                and candidate.source_text is None \
+                and outcome.baseline_result is None and result["status"] != INVALID:
+            outcome.baseline_result = Result.from_dict(result)
 
     def _confirm(self, outcome: Outcome) -> None:
         """Re-measure the best few alone, one at a time, and keep the best confirmed one.
 
         During the search workers time candidates side by side and a lucky measurement can
-        look like a win; the confirmation runs have the machine to themselves.
+        look like a win, and a candidate that lost its race was verified on the smallest
+        recording only; the confirmation runs have the machine to themselves and check
+        everything.
         """
         ranked: dict[str, tuple[float, Candidate]] = {}
         for step, candidate in zip(outcome.steps, outcome.candidates):
@@ -301,8 +329,8 @@ class Tuner:
         finalists = sorted(ranked.values(), key=lambda pair: pair[0])[: self.confirm_top]
         outcome.best_candidate, outcome.best_result = None, None
         best_speedup = 1.0
-        for _, candidate in finalists:
-            result = self.servers[0].evaluate(candidate)
+        for _, candidate in finalists:  # unraced: verified in full and timed in full
+            result = self.servers[0].evaluate(replace(candidate, race_against=None))
             outcome.confirmations.append((candidate, result))
             timing = result.timing
             if result.ok and not timing.get("within_noise") and timing["speedup"] > best_speedup:

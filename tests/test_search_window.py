@@ -1,0 +1,103 @@
+"""The search loop's scheduling: evaluations start as workers free up, answers are told in
+the order asked.
+
+The servers here are stand-ins with a known speedup per configuration and a chosen time per
+evaluation: what is checked is the Tuner's scheduling (which candidate runs when, what the
+optimizer is told), so real replay servers would only add noise. Real servers drive the
+Tuner in test_tune.py and test_specialize.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+import pytest_r3 as r3
+from pytest_r3.replay.protocol import OK, Result
+from pytest_r3.search.parametrization import SearchSpace
+from pytest_r3.search.results import ResultStore
+from pytest_r3.search.tuner import Budget, Tuner
+
+SOURCE = "void k(int n, float *x) { for (int i = 0; i < n; ++i) x[i] = A + B; }\n"
+
+
+def speedup_of(macros: dict) -> float:
+    """A fixed landscape: best at A=5, B=2."""
+    return 3.0 / (1 + abs(macros.get("A", 0) - 5) + abs(macros.get("B", 0) - 2))
+
+
+class StandInServer:
+    """Answers with the landscape's speedup after ``seconds(candidate)``; logs what ran."""
+
+    def __init__(self, name: str, seconds, log: list) -> None:
+        self.name, self.seconds, self.log = name, seconds, log
+
+    def evaluate(self, candidate) -> Result:
+        began = time.perf_counter()
+        time.sleep(self.seconds(candidate))
+        self.log.append((self.name, candidate.key(), began, time.perf_counter(),
+                         candidate.race_against))
+        speedup = speedup_of({**{"A": 0, "B": 0}, **candidate.macros})
+        return Result(OK, timing={"speedup": speedup, "raced": False})
+
+
+def space(tmp_path) -> SearchSpace:
+    (tmp_path / "k.c").write_text(SOURCE)
+    kernel = r3.kernel(tmp_path / "k.c", entry="k", name=f"k_{tmp_path.name}",
+                       tune={"A": list(range(8)), "B": list(range(8))},
+                       defaults={"A": 0, "B": 0})
+    return SearchSpace(kernel.space, kernel.pipeline, tune_pipeline=False)
+
+
+def tune(tmp_path, folder: str, seconds, budget: int = 24):
+    log: list = []
+    servers = [StandInServer(f"worker{n}", seconds, log) for n in range(2)]
+    store = ResultStore(tmp_path / folder, "k", "cpu")
+    outcome = Tuner("k", "hash", space(tmp_path), servers, store, seed=3,
+                    budget=Budget(evaluations=budget), confirm_top=1).run()
+    return outcome, log
+
+
+def digest(candidate_key: str) -> int:
+    return int(hashlib.sha256(candidate_key.encode()).hexdigest(), 16)
+
+
+def test_the_same_results_ask_the_same_sequence_whichever_evaluation_ends_first(tmp_path):
+    """Two runs whose evaluations take very different times (so they finish in other
+    orders) ask the same configurations in the same order and find the same best."""
+    first, first_log = tune(tmp_path, "one", lambda c: 0.001 + (digest(c.key()) % 5) * 0.004)
+    second, second_log = tune(tmp_path, "two",
+                              lambda c: 0.021 - (digest(c.key()) % 5) * 0.004)
+    assert [s.key for s in first.steps] == [s.key for s in second.steps]
+    assert first.best_candidate == second.best_candidate
+    searched = [key for _, key, _, _, race in first_log if race is not None]
+    assert len(searched) == len(set(searched)) == first.new_evaluations  # none twice
+    assert second_log
+
+
+def test_a_free_worker_does_not_wait_for_a_slow_neighbour(tmp_path):
+    """While one evaluation takes long, the other worker goes on through the next ones, as
+    many as the window holds (2 workers: 4 in flight, so 3 beside the slow one). Evaluations
+    asked in pairs used to wait for the slower of the two."""
+    seen: list[str] = []
+
+    def seconds(candidate) -> float:
+        if candidate.key() not in seen:
+            seen.append(candidate.key())
+        return 0.6 if seen.index(candidate.key()) == 4 else 0.02
+
+    outcome, log = tune(tmp_path, "slow", seconds, budget=16)
+    slow = next(entry for entry in log if entry[1] == seen[4])
+    during = [entry for entry in log if entry[0] != slow[0]
+              and slow[2] < entry[2] and entry[3] < slow[3]]
+    assert len(during) >= 3, log
+    assert outcome.evaluations == 16
+
+
+def test_candidates_race_against_the_best_speedup_told_before_they_were_asked(tmp_path):
+    outcome, log = tune(tmp_path, "race", lambda c: 0.002)
+    searched = [entry for entry in log if entry[4] is not None]
+    assert searched and all(entry[4] >= 1.0 for entry in searched)
+    assert max(entry[4] for entry in searched) > 1.0  # the incumbent moved up
+    confirmations = [entry for entry in log if entry[4] is None]
+    assert len(confirmations) == 1  # the finalist, unraced
