@@ -591,3 +591,40 @@ def test_a_derived_size_that_overruns_the_buffers_is_dropped_without_harm(tmp_pa
         assert any("n=515" in dropped for dropped in server.dropped_cases)
         result = server.evaluate(Candidate(label="baseline"))
         assert result.status == "ok", result.summary()
+
+
+# -- racing side by side with the best so far ---------------------------------------------------
+
+
+def test_a_racing_candidate_is_timed_against_the_best_so_far_and_scaled_to_the_baseline(
+        tmp_path, unique_name):
+    """With ``race_with`` (the best configuration so far) the candidate is timed side by
+    side with that configuration, not the slower baseline, and its ratio is scaled by the
+    best's speedup: the speedup reads as against the baseline, agreeing with a direct
+    measurement (a tie with the best may or may not lose its race: either way it reads
+    so); a clearly slower one loses its race."""
+    from conftest import loop_order_kernel
+
+    name = unique_name("order")
+    (tmp_path / "order.c").write_text(loop_order_kernel(name))
+    kernel = r3.kernel(tmp_path / "order.c", entry=name, name=name, tune={"ORDER": [0, 1]})
+    store = RecordingStore(tmp_path / "recordings")
+    rng = np.random.default_rng(0)
+    launches = [(n, rng.random(n * n, dtype=np.float32), np.zeros(n * n, dtype=np.float32))
+                for n in (8, 512)]
+    keys = record_launches(kernel, store, launches)
+    settings = dataclasses.replace(FAST, timing_rounds=9, min_timing_rounds=9,
+                                   min_sample_seconds=1e-3)
+    best = {"macros": {"ORDER": 1}, "pipeline": {}, "source_text": None, "launch": {}}
+    with ReplayServer(KernelSpec.from_kernel(kernel), store.root, keys, settings) as server:
+        direct = server.evaluate(Candidate(macros={"ORDER": 1}, label="against the baseline"))
+        assert direct.ok and direct.speedup > 1.5, direct.summary()
+        same = server.evaluate(Candidate(macros={"ORDER": 1}, pipeline={"loop_unroll": False},
+                                         race_against=direct.speedup, race_with=best))
+        slow = server.evaluate(Candidate(pipeline={"loop_unroll": False},
+                                         race_against=direct.speedup, race_with=best))
+    assert "reference" not in direct.timing
+    assert same.ok and same.timing["reference"]["speedup"] == direct.speedup
+    assert direct.speedup / 2 < same.speedup < direct.speedup * 2, (direct.timing, same.timing)
+    assert same.timing["baseline_median"] > 1.5 * same.timing["candidate_median"]
+    assert slow.ok and slow.timing["raced"] and slow.speedup < direct.speedup / 1.5

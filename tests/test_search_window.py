@@ -36,7 +36,7 @@ class StandInServer:
         began = time.perf_counter()
         time.sleep(self.seconds(candidate))
         self.log.append((self.name, candidate.key(), began, time.perf_counter(),
-                         candidate.race_against))
+                         candidate.race_against, candidate.race_with))
         speedup = speedup_of({**{"A": 0, "B": 0}, **candidate.macros})
         return Result(OK, timing={"speedup": speedup, "raced": False})
 
@@ -70,7 +70,7 @@ def test_the_same_results_ask_the_same_sequence_whichever_evaluation_ends_first(
                               lambda c: 0.021 - (digest(c.key()) % 5) * 0.004)
     assert [s.key for s in first.steps] == [s.key for s in second.steps]
     assert first.best_candidate == second.best_candidate
-    searched = [key for _, key, _, _, race in first_log if race is not None]
+    searched = [key for _, key, _, _, race, _ in first_log if race is not None]
     assert len(searched) == len(set(searched)) == first.new_evaluations  # none twice
     assert second_log
 
@@ -95,9 +95,15 @@ def test_a_free_worker_does_not_wait_for_a_slow_neighbour(tmp_path):
 
 
 def test_candidates_race_against_the_best_speedup_told_before_they_were_asked(tmp_path):
+    """Each is raced against, and timed beside, the best configuration told so far."""
     outcome, log = tune(tmp_path, "race", lambda c: 0.002)
     searched = [entry for entry in log if entry[4] is not None]
     assert searched and all(entry[4] >= 1.0 for entry in searched)
     assert max(entry[4] for entry in searched) > 1.0  # the incumbent moved up
+    for *_, race_against, race_with in searched:  # timed beside the configuration it names
+        if race_against > 1.0:
+            assert speedup_of({"A": 0, "B": 0, **race_with["macros"]}) == race_against
+        else:
+            assert race_with is None
     confirmations = [entry for entry in log if entry[4] is None]
     assert len(confirmations) == 1  # the finalist, unraced

@@ -20,6 +20,7 @@ from .compile import CandidateCompiler
 from .judge import Case, Judge, ReferenceError
 from .process import DEFAULT_ADDRESS_SPACE, WorkerDied, WorkerProcess
 from .protocol import Candidate, KernelSpec, Rejected, ReplaySettings, Result
+from .timing import within_noise
 
 
 class ReplayError(R3Error):
@@ -60,6 +61,7 @@ class ReplayServer:
         self.compiler: CandidateCompiler | None = None
         self._names = itertools.count()
         self._index: dict[int, int] = {}
+        self._reference_identity: tuple | None = None  # (configuration key, worker pid)
         gpu = not getattr(get_backend(spec.backend), "address_space_cap", True)
         self.worker = WorkerProcess(self.settings, address_space, log_path, gpu=gpu)
 
@@ -70,16 +72,32 @@ class ReplayServer:
                                               "dropped_cases": self.dropped_cases}
 
     # -- process management --------------------------------------------------------------
-    def start(self) -> ReplayServer:
-        backend = get_backend(self.spec.backend)
+    def prepare(self) -> ReplayServer:
+        """Compile the baseline and start a worker with it: all a server can do before the
+        reference outputs are known (a pool prepares its other servers meanwhile)."""
         if self.compiler is None:
             try:
-                self.compiler = CandidateCompiler(self.spec, backend, self.settings.static_check)
+                self.compiler = CandidateCompiler(self.spec, get_backend(self.spec.backend),
+                                                  self.settings.static_check)
             except R3Error as exc:
                 raise ReplayError(f"kernel {self.spec.name!r}: the baseline does not compile: "
                                   f"{exc}") from None
+        if not self.worker.running:
+            try:
+                self._spawn()
+            except WorkerDied as died:
+                self._kill()
+                raise ReplayError(f"replay worker for kernel {self.spec.name!r} could not load "
+                                  f"its baseline: {died.result.reason()}") from None
+            except BaseException:
+                self._kill()
+                raise
+        return self
+
+    def start(self) -> ReplayServer:
+        backend = get_backend(self.spec.backend)
+        self.prepare()
         try:
-            self._spawn()
             if self.judge is None:
                 self._learn_reference()
             else:
@@ -226,6 +244,7 @@ class ReplayServer:
         self.restarts += 1
         self.worker.note(f"worker restarted (restart {self.restarts}) after candidate "
                          f"{candidate.label or candidate.key()}: {result.reason()}")
+        self._kill()  # a reply it judged wrong may have left the worker alive
         self.start()
 
     def _evaluate(self, candidate: Candidate) -> Result:
@@ -247,7 +266,7 @@ class ReplayServer:
             # only as much as the race needs: on the smallest recording, which most wrong
             # candidates already fail. One that is not clearly slower is verified in full.
             self.judge.verify_smallest(run)
-            timing = self._time(name, candidate.race_against)
+            timing = self._time(name, candidate.race_against, candidate.race_with)
             if timing["raced"]:
                 result.timing = timing
                 result.details["verified"] = "smallest recording (lost the race, never kept)"
@@ -281,7 +300,27 @@ class ReplayServer:
         self._ask("drop", {"name": name}, self.request_timeout)
         return result
 
-    def _time(self, name: str, race_against: float | None = None) -> dict:
+    def _reference(self, configuration: dict) -> str:
+        """The worker's variant to time side by side with a racing candidate: the best
+        configuration so far, built as "reference" once per worker process; the baseline if
+        it no longer builds."""
+        best = Candidate(**configuration)
+        identity = (best.key(), self.worker.pid)
+        if self._reference_identity == identity:
+            return "reference"
+        try:
+            compiled = self.compiler.compile(best)
+            self._ask("build", {"name": "reference", "ir": compiled.ir,
+                                "pipeline": {**self.spec.pipeline, **best.pipeline},
+                                "tunables": {**self.spec.default_macros, **best.macros,
+                                             **best.launch}}, self.request_timeout)
+        except Rejected:
+            return "baseline"
+        self._reference_identity = identity
+        return "reference"
+
+    def _time(self, name: str, race_against: float | None = None,
+              race_with: dict | None = None) -> dict:
         """Interleaved timing, then the buffers the timed runs used must hold right answers
         after as many launches in a row as a timed sample made (unless the candidate lost
         its race: it is never kept, so its buffers need no check)."""
@@ -291,12 +330,19 @@ class ReplayServer:
         guard_seed = secrets.randbits(40)
         indices = [self._index[id(case)] for case in timed]
         weights = [case.weight for case in timed]
+        reference, scale = "baseline", 1.0
+        if race_against is not None and race_with is not None and race_against > 1.0:
+            reference = self._reference(race_with)
+            scale = race_against if reference == "reference" else 1.0
         _, data, arrays = self._ask("time", {
             "variant": name, "cases": indices, "guard_seed": guard_seed,
-            "race_against": race_against,
+            "reference": reference,
+            "race_against": None if race_against is None else race_against / scale,
             "checks": [[case.fills(s) for case, s in zip(timed, parity, strict=True)]
                        for parity in seeds], "weights": weights}, self.request_timeout)
         timing = checked_timing(data.get("timing"), weights)
+        if reference != "baseline":
+            timing = against_baseline(timing, scale)
         timing["timed_on"] = ("workloads" if any(c.origin == "workload" for c in timed)
                               else "test inputs")
         if timing["timed_on"] == "workloads":  # the report gives each one's speedup
@@ -331,6 +377,25 @@ class ReplayServer:
             return self._ask("ping", {}, 30)[0] == "pong"
         except (WorkerDied, Rejected):
             return False
+
+
+def against_baseline(timing: dict, scale: float) -> dict:
+    """Figures timed against the best configuration so far (its speedup: ``scale``) as
+    figures against the baseline: each ratio times ``scale``, each reference time times
+    ``scale`` (what the baseline would take). Per-workload figures are scaled by the total
+    speedup, so they are estimates; the finalists are timed against the baseline itself."""
+    scaled = dict(timing, reference={"speedup": scale,
+                                     "median": timing["baseline_median"]})
+    for key in ("speedup", "speedup_q1", "speedup_q3", "baseline_median"):
+        scaled[key] = timing[key] * scale
+    scaled["baseline_samples"] = [x * scale for x in timing["baseline_samples"]]
+    scaled["cases"] = [dict(case, speedup=case["speedup"] * scale,
+                            baseline_median=case["baseline_median"] * scale,
+                            baseline_samples=[x * scale for x in case["baseline_samples"]])
+                       for case in timing["cases"]]
+    scaled["within_noise"] = within_noise(scaled["speedup_q1"], scaled["speedup"],
+                                          scaled["speedup_q3"])
+    return scaled
 
 
 _TIMING_NUMBERS = ("baseline_median", "candidate_median", "speedup", "speedup_q1",

@@ -3,6 +3,7 @@ outputs from the baseline, the others share them, and all stop together."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .client import ReplayServer
@@ -28,11 +29,22 @@ class ServerPool:
                             reference=reference)
 
     def start(self) -> ServerPool:
+        """The others' workers start while the first learns the reference outputs; they get
+        the reference once it is known."""
+        self.servers = [self._server() for _ in range(self.count)]
+        first, others = self.servers[0], self.servers[1:]
         try:
-            first = self._server().start()
-            self.servers = [first]
-            for _ in range(self.count - 1):
-                self.servers.append(self._server(first.judge).start())
+            with ThreadPoolExecutor(max_workers=max(1, len(others))) as executor:
+                prepared = [executor.submit(server.prepare) for server in others]
+                try:
+                    first.start()
+                finally:
+                    for future in prepared:
+                        future.exception()  # every worker started or failed before going on
+            for server, future in zip(others, prepared, strict=True):
+                future.result()
+                server.judge = first.judge
+                server.start()
         except BaseException:
             self.close()
             raise

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -192,11 +192,15 @@ class KernelSpec:
 @dataclass(frozen=True)
 class Candidate(Configuration):
     """A configuration to evaluate, with a label for logs and reports. ``race_against``: the
-    best speedup found so far; timing stops early once this one is clearly slower (never
-    part of the key: it changes how long a candidate is timed, not what it is)."""
+    best speedup found so far; timing stops early once this one is clearly slower.
+    ``race_with``: the configuration that reached it (a dict of Configuration's fields),
+    timed side by side in the baseline's place, its speedup scaling the ratio: cheaper
+    rounds where the best is much faster than the baseline. Neither is part of the key:
+    they change how a candidate is timed, not what it is."""
 
     label: str = ""
     race_against: float | None = None
+    race_with: dict | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -207,6 +211,10 @@ class Candidate(Configuration):
 
     def configuration(self) -> Configuration:
         return Configuration(self.macros, self.pipeline, self.source_text, self.launch)
+
+    def unraced(self) -> Candidate:
+        """The same candidate, evaluated in full against the baseline."""
+        return replace(self, race_against=None, race_with=None)
 
 
 @dataclass

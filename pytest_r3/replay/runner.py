@@ -49,13 +49,15 @@ class Runner:
                        if spec.launch else None)
         self.variants: dict[str, object] = {}
         self.cases: list[WorkerCase] = []
-        self._repeats: dict[int, int] = {}  # launches per timed sample, by case (baseline's)
+        self._repeats: dict[tuple, int] = {}  # launches per timed sample, by (reference, case)
 
     # -- variants ----------------------------------------------------------------------------
     def build(self, name: str, ir: str, pipeline: dict, tunables: dict) -> dict:
         """Optimise and load ``ir``; a time limit (SIGALRM, which ends the process) stops
         pass pipelines that make LLVM run for minutes."""
         started = time.perf_counter()
+        if name == "reference":  # another configuration: its launches per sample differ
+            self._repeats = {k: v for k, v in self._repeats.items() if k[0] != name}
         options = {} if self.launch is None else {"launch": self.launch, "tunables": tunables}
         signal.setitimer(signal.ITIMER_REAL, self.settings.compile_timeout)
         try:
@@ -140,12 +142,16 @@ class Runner:
 
     def time(self, variant: str, case_indices: list[int], guard_seed: int,
              checks: list[dict], weights: list[float] | None = None,
-             race_against: float | None = None):
+             race_against: float | None = None, reference: str = "baseline"):
         """Interleaved timing against the baseline, then the candidate again on each set of
         buffers the timing used, as many launches in a row as a timed sample made, refilled
         as the judge asks (``checks``: the fills of even and odd launches): a variant that
         skips work on buffers it has seen before shows in the last two, which the judge
-        checks. ``weights``: what each case counts for in the total (see timing)."""
+        checks. ``weights``: what each case counts for in the total (see timing).
+        ``reference``: the variant timed side by side, the baseline unless the client built
+        the best configuration so far as "reference"."""
+        if reference not in ("baseline", "reference") or reference not in self.variants:
+            raise protocol.ProtocolError(f"time against {reference!r}: no such variant")
         sets = {"base": [], "cand": []}
         for offset, which in enumerate(sets):
             for index in case_indices:
@@ -153,11 +159,12 @@ class Runner:
                                                    guard_seed + 1000 * (offset + 1) + index))
         try:
             timing = interleaved_speedup(
-                self.backend, self.variants["baseline"], self.variants[variant],
+                self.backend, self.variants[reference], self.variants[variant],
                 [args for args, _ in sets["base"]], [args for args, _ in sets["cand"]],
                 self.settings, weights, race_against,
-                [self._repeats.get(index) for index in case_indices])
-            self._repeats.update(zip(case_indices, timing["repeats"]))
+                [self._repeats.get((reference, index)) for index in case_indices])
+            self._repeats.update(((reference, index), count)
+                                 for index, count in zip(case_indices, timing["repeats"]))
         except KernelFault as fault:
             end_worker(fault)
         if timing["raced"]:  # a loser is never kept: its buffers need no check

@@ -79,7 +79,8 @@ class Worker:
                                           int(data["guard_seed"]), data["checks"],
                                           None if weights is None else
                                           [float(w) for w in weights],
-                                          _number_or_none(data.get("race_against")))
+                                          _number_or_none(data.get("race_against")),
+                                          str(data.get("reference", "baseline")))
         self.send("timed", reply, buffers)
 
     def on_call(self, data: dict, arrays: dict) -> None:

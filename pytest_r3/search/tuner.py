@@ -70,6 +70,7 @@ class Step:
     loss: float
     speedup: float | None
     cached: bool
+    raced: bool = False  # lost its race: timed briefly, verified on the smallest recording
 
 
 @dataclass
@@ -123,6 +124,11 @@ class _Pending:
     counts: bool = True
 
 
+def _fields(configuration) -> dict:
+    return {"macros": configuration.macros, "pipeline": configuration.pipeline,
+            "source_text": configuration.source_text, "launch": configuration.launch}
+
+
 def loss_of(result: dict) -> float:
     if result.get("status") != "ok" or not result.get("timing"):
         return FAILURE_LOSS
@@ -170,7 +176,7 @@ class Tuner:
             result = server.evaluate(candidate).as_dict()
         finally:
             self._free.put(server)
-        self.store.add(key, candidate.as_dict(), result)
+        self.store.add(key, candidate.unraced().as_dict(), result)
         return result, False
 
     def run(self) -> Outcome:
@@ -288,11 +294,14 @@ class Tuner:
             return _Pending(point, candidate, key, None, counts=False)
         if not space.is_valid(point.value):
             return _Pending(point, candidate, key, None)
-        # a candidate clearly slower than the best told so far stops timing early (racing);
-        # the finalists are measured in full again when confirmed
-        incumbent = max([1.0, *(step.speedup for step in outcome.steps
-                                if step.status == "ok" and step.speedup)])
-        racing = replace(candidate, race_against=incumbent)
+        # a candidate clearly slower than the best told so far stops timing early (racing),
+        # timed side by side with that best; the finalists are measured in full again, against
+        # the baseline, when confirmed
+        best = max(((step.speedup, told) for step, told in zip(outcome.steps, outcome.candidates)
+                    if step.status == "ok" and step.speedup and not step.raced),
+                   key=lambda pair: pair[0], default=(1.0, None))
+        racing = replace(candidate, race_against=max(1.0, best[0]), race_with=None
+                         if best[0] <= 1.0 else _fields(best[1].configuration()))
         return _Pending(point, candidate, key, executor.submit(self._evaluate_one, racing))
 
     def _tell(self, optimizer, pending: _Pending, outcome: Outcome, losses: dict[str, float],
@@ -307,7 +316,8 @@ class Tuner:
         outcome.candidates.append(candidate)
         speedup = (result.get("timing") or {}).get("speedup")
         outcome.steps.append(Step(len(outcome.steps) + 1, key, result["status"], loss,
-                                  speedup, cached))
+                                  speedup, cached,
+                                  bool((result.get("timing") or {}).get("raced"))))
         if not candidate.macros and not candidate.pipeline \
                 and candidate.source_text is None \
                 and outcome.baseline_result is None and result["status"] != INVALID:
@@ -330,7 +340,7 @@ class Tuner:
         outcome.best_candidate, outcome.best_result = None, None
         best_speedup = 1.0
         for _, candidate in finalists:  # unraced: verified in full and timed in full
-            result = self.servers[0].evaluate(replace(candidate, race_against=None))
+            result = self.servers[0].evaluate(candidate.unraced())
             outcome.confirmations.append((candidate, result))
             timing = result.timing
             if result.ok and not timing.get("within_noise") and timing["speedup"] > best_speedup:
