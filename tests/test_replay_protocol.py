@@ -113,6 +113,12 @@ def test_candidate_round_trips_through_json():
     again = Candidate.from_dict(_through_json(candidate.as_dict()))
     assert again == candidate
     assert again.key() == candidate.key()
+    racing = Candidate(macros={"TILE": 32}, race_against=2.5,
+                       race_with={"macros": {"TILE": 64}, "pipeline": {}, "source_text": None,
+                                  "launch": {}})
+    assert Candidate.from_dict(_through_json(racing.as_dict())) == racing
+    assert racing.key() == Candidate(macros={"TILE": 32}).key() == racing.unraced().key()
+    assert racing.unraced().race_against is None and racing.unraced().race_with is None
 
 
 def test_candidate_key_tells_variants_apart():
@@ -254,3 +260,30 @@ def test_worker_exits_when_the_client_goes_away(raw_worker):
     assert ask(encode("ping", {}, CLIENT_EVENTS))[0] == "pong"
     writer.close()
     assert process.wait(timeout=30) == 0
+
+
+# -- when racing stops timing -------------------------------------------------------------------
+
+
+def _rounds(ratios: list[float]) -> tuple[list[float], list[float]]:
+    """Baseline and candidate times whose per-round ratios are ``ratios``."""
+    return [r * 1e-3 for r in ratios], [1e-3] * len(ratios)
+
+
+def test_a_race_is_lost_won_or_tied_only_on_enough_clear_rounds():
+    from pytest_r3.replay.protocol import ReplaySettings
+    from pytest_r3.replay.timing import _ahead, _outrun, _tied
+
+    settings = ReplaySettings(race_rounds=3, min_timing_rounds=5)
+    behind, ahead = _rounds([0.8, 0.8, 0.8]), _rounds([1.3, 1.3, 1.3])
+    assert _outrun(*behind, 1.0, settings) and not _outrun(*ahead, 1.0, settings)
+    assert _ahead(*ahead, 1.0, 3) and not _ahead(*behind, 1.0, 3)
+    assert not _ahead(*ahead, 1.0, 5)  # against the baseline a win needs more rounds
+    assert not _ahead(*_rounds([1.3, 1.3, 0.9, 0.9]), 1.0, 3)  # one in two is no win
+    assert not _outrun(*behind, None, settings) and not _ahead(*ahead, None, 3)
+    even = _rounds([1.01, 0.99, 1.0, 1.015, 0.995])
+    assert _tied(*even, 1.0, settings)
+    assert not _tied(even[0][:4], even[1][:4], 1.0, settings)  # fewer than the minimum
+    assert not _tied(*_rounds([1.05] * 5), 1.0, settings)  # 5% ahead is no tie
+    assert _tied(*_rounds([2.02] * 5), 2.0, settings)  # within 2% of the speedup to beat
+    assert not _tied(*even, None, settings)  # unraced: every round runs

@@ -22,8 +22,8 @@ SOURCE = "void k(int n, float *x) { for (int i = 0; i < n; ++i) x[i] = A + B; }\
 
 
 def speedup_of(macros: dict) -> float:
-    """A fixed landscape: best at A=5, B=2."""
-    return 3.0 / (1 + abs(macros.get("A", 0) - 5) + abs(macros.get("B", 0) - 2))
+    """A fixed landscape: best (2x) at A=5, B=2; the start (A=0, B=0) is 0.83x."""
+    return 2.0 / (1 + 0.2 * (abs(macros.get("A", 0) - 5) + abs(macros.get("B", 0) - 2)))
 
 
 class StandInServer:

@@ -20,7 +20,7 @@ from .compile import CandidateCompiler
 from .judge import Case, Judge, ReferenceError
 from .process import DEFAULT_ADDRESS_SPACE, WorkerDied, WorkerProcess
 from .protocol import Candidate, KernelSpec, Rejected, ReplaySettings, Result
-from .timing import within_noise
+from .timing import NOISE_FLOOR, within_noise
 
 
 class ReplayError(R3Error):
@@ -272,6 +272,12 @@ class ReplayServer:
                 result.details["verified"] = "smallest recording (lost the race, never kept)"
                 self._ask("drop", {"name": name}, self.request_timeout)
                 return result
+            if "reference" in timing and \
+                    timing["speedup"] > candidate.race_against * (1 + NOISE_FLOOR):
+                # clearly ahead: it may become the best, which later candidates are scaled
+                # by, so its own speedup is measured against the baseline (no chain of
+                # scaled estimates, whose errors would compound)
+                timing = None
         self.judge.verify(run, self.judge.verifying(), smallest_first=not racing)
         if compiled.pattern_ir is not None:
             self._ask("build", {"name": "pattern", "ir": compiled.pattern_ir,
@@ -287,7 +293,9 @@ class ReplayServer:
                                       "emulated timings say nothing about a GPU")
             self._ask("drop", {"name": name}, self.request_timeout)
             return result
-        result.timing = timing or self._time(name, None)
+        # unraced, a confirmation: every round against the baseline; racing, a candidate
+        # clearly ahead of the best: against the baseline until it is clearly ahead there too
+        result.timing = timing or self._time(name, candidate.race_against if racing else None)
         result.details["verified"] = "in full"
         if result.timing["speedup"] > self.settings.sanity_bound:
             self.judge.verify(run, self.judge.reserve())
@@ -418,7 +426,10 @@ def checked_timing(timing: object, weights: list[float] | None = None) -> dict:
         clean = {**numbers, **samples, "rounds": int(timing["rounds"]),
                  "repeats": [int(x) for x in timing["repeats"]],
                  "within_noise": bool(timing["within_noise"]), "cases": cases,
-                 "raced": bool(timing.get("raced", False))}
+                 "raced": bool(timing.get("raced", False)),
+                 "stopped": str(timing.get("stopped", ""))}
+        if clean["stopped"] not in ("", "settled", "raced", "tied", "ahead"):
+            raise ValueError("unknown reason to stop timing")
         if weights is not None and [c["weight"] for c in cases] != [float(w) for w in weights]:
             raise ValueError("per-case figures do not match the timed cases")
     except (KeyError, TypeError, ValueError):

@@ -162,7 +162,11 @@ class Runner:
                 self.backend, self.variants[reference], self.variants[variant],
                 [args for args, _ in sets["base"]], [args for args, _ in sets["cand"]],
                 self.settings, weights, race_against,
-                [self._repeats.get((reference, index)) for index in case_indices])
+                [self._repeats.get((reference, index)) for index in case_indices],
+                # a winner against the best so far is timed again against the baseline: it
+                # may stop as soon as it has won; against the baseline, after the minimum
+                stop_ahead=self.settings.race_rounds if reference != "baseline"
+                else self.settings.min_timing_rounds)
             self._repeats.update(((reference, index), count)
                                  for index, count in zip(case_indices, timing["repeats"]))
         except KernelFault as fault:

@@ -43,10 +43,33 @@ def _outrun(base_times: list[float], cand_times: list[float], race_against: floa
     return behind >= max(1, settings.race_rounds) and 4 * behind >= 3 * len(ratios)
 
 
+def _tied(base_times: list[float], cand_times: list[float], race_against: float | None,
+          settings) -> bool:
+    """A race that more rounds would not decide: after ``min_timing_rounds`` rounds the
+    median ratio is within the noise floor of the speedup to beat, so the candidate is no
+    clear improvement (it does not become the best) and no clear loss."""
+    if race_against is None or len(base_times) < settings.min_timing_rounds:
+        return False
+    median = float(np.median(np.array(base_times) / np.array(cand_times)))
+    return abs(median / race_against - 1.0) <= NOISE_FLOOR
+
+
+def _ahead(base_times: list[float], cand_times: list[float], race_against: float | None,
+           rounds: int) -> bool:
+    """A race won (the mirror of :func:`_outrun`): at least ``rounds`` rounds, and three in
+    four of all rounds, put the candidate ahead by more than the noise floor."""
+    if race_against is None:
+        return False
+    ratios = np.array(base_times) / np.array(cand_times)
+    ahead = int((ratios > race_against * (1 + NOISE_FLOOR)).sum())
+    return ahead >= max(1, rounds) and 4 * ahead >= 3 * len(ratios)
+
+
 def interleaved_speedup(backend, baseline, candidate, base_args: list, cand_args: list,
                         settings, weights: list[float] | None = None,
                         race_against: float | None = None,
-                        repeats: list[int | None] | None = None) -> dict:
+                        repeats: list[int | None] | None = None,
+                        stop_ahead: int | None = None) -> dict:
     """Median times and the baseline/candidate ratio with its interquartile range.
 
     ``base_args`` and ``cand_args`` are two sets of launch arguments, one per timed case.
@@ -60,7 +83,10 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list, cand_args
     launches per sample already known, per case, from an earlier timing). Rounds stop
     early, after ``min_timing_rounds``, once the ratio is steady (IQR under half the noise
     floor), and at ``timing_rounds`` otherwise. With ``race_against`` (the best speedup so
-    far), they stop as soon as the candidate has clearly lost (``raced`` in the result).
+    far), they stop as soon as the candidate has clearly lost (``raced`` in the result), or
+    is tied with it after ``min_timing_rounds``, or has clearly won in ``stop_ahead``
+    rounds (None: never; a winner's speedup becomes what later candidates race against).
+    ``stopped`` says which rule ended the rounds ("" when they all ran).
     """
     known = repeats or [None] * len(base_args)
     repeats = []
@@ -72,7 +98,7 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list, cand_args
         repeats.append(count)
     weights = [1.0] * len(base_args) if weights is None else [float(w) for w in weights]
     base_times, cand_times = [], []
-    raced = False
+    raced, stopped = False, ""
     per_case: list[tuple[list[float], list[float]]] = [([], []) for _ in base_args]
     for round_index in range(settings.warmup_rounds + settings.timing_rounds):
         base_total = cand_total = 0.0
@@ -95,9 +121,15 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list, cand_args
             base_times.append(base_total)
             cand_times.append(cand_total)
             if len(base_times) >= settings.min_timing_rounds and _settled(base_times, cand_times):
-                break
-            if _outrun(base_times, cand_times, race_against, settings):
-                raced = True
+                stopped = "settled"
+            elif _outrun(base_times, cand_times, race_against, settings):
+                stopped, raced = "raced", True
+            elif _tied(base_times, cand_times, race_against, settings):
+                stopped = "tied"
+            elif stop_ahead is not None and _ahead(base_times, cand_times, race_against,
+                                                   stop_ahead):
+                stopped = "ahead"
+            if stopped:
                 break
     base = np.array(base_times)
     cand = np.array(cand_times)
@@ -113,6 +145,7 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list, cand_args
         "repeats": repeats,
         "within_noise": within_noise(q1, median, q3),
         "raced": raced,
+        "stopped": stopped,
         "baseline_samples": [float(x) for x in base],
         "candidate_samples": [float(x) for x in cand],
         "cases": [_one_case(b, c, weight) for (b, c), weight in zip(per_case, weights,

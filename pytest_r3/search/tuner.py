@@ -22,6 +22,7 @@ from .parametrization import SearchSpace
 from .results import ResultStore, configuration_key
 
 FAILURE_LOSS = 10.0
+IN_FLIGHT_TRIES = 8  # asks past points being evaluated before waiting for a result
 INVALID = "invalid"
 
 
@@ -71,6 +72,7 @@ class Step:
     speedup: float | None
     cached: bool
     raced: bool = False  # lost its race: timed briefly, verified on the smallest recording
+    direct: bool = True  # timed against the baseline itself (not scaled from the best's)
 
 
 @dataclass
@@ -112,16 +114,37 @@ class Outcome:
         return len(curve)
 
 
+class _Enumeration:
+    """Asks every valid setting of a tunables-only space once, ``start`` first, in the
+    order the kernel declares its values; tells change nothing. Sets ``exhausted`` on the
+    outcome once all were asked."""
+
+    @dataclass
+    class Point:
+        value: dict
+
+    def __init__(self, space: SearchSpace, start: dict, outcome: Outcome) -> None:
+        first = dict(start["macros"])
+        self.values = [first, *(v for v in space.tuning.iter_valid() if v != first)]
+        self.outcome = outcome
+
+    def ask(self) -> _Enumeration.Point:
+        value = self.values.pop(0)
+        self.outcome.exhausted = not self.values
+        return self.Point({"macros": value})
+
+    def tell(self, point, loss: float) -> None:
+        pass
+
+
 @dataclass
 class _Pending:
-    """A point asked and not yet told: its evaluation (None: nothing to run), and whether
-    it counts against the budget (a point asked again while known does not)."""
+    """A point asked and not yet told, and its evaluation (None: invalid, nothing to run)."""
 
     point: object
     candidate: Candidate
     key: str
     future: Future | None
-    counts: bool = True
 
 
 def _fields(configuration) -> dict:
@@ -205,13 +228,18 @@ class Tuner:
             if self.budget.evaluations is not None:
                 share = min(size, max(1, self.budget.evaluations // 2))
             seconds = None if self.budget.seconds is None else self.budget.seconds / 2
-            self._search(own, Budget(share, seconds), outcome, losses, values, started, None)
+            self._search(own, Budget(share, seconds), outcome, losses, values, started, None,
+                         every=share == size)
             best = min((k for k in values if k in losses), key=losses.__getitem__, default=None)
             start = values[best]["macros"] if best else None
             outcome.exhausted = False
             self._search(self.space, self.budget, outcome, losses, values, started, start)
         else:
-            self._search(self.space, self.budget, outcome, losses, values, started, None)
+            every = not self.space.tune_pipeline and self.budget.evaluations is not None \
+                and sum(1 for _ in self.space.tuning.iter_valid(limit=self.budget.evaluations
+                                                               + 1)) <= self.budget.evaluations
+            self._search(self.space, self.budget, outcome, losses, values, started, None,
+                         every=every)
         self._confirm(outcome)
         outcome.seconds = time.perf_counter() - started
         return outcome
@@ -229,8 +257,12 @@ class Tuner:
 
     def _search(self, space: SearchSpace, budget: Budget, outcome: Outcome,
                 losses: dict[str, float], values: dict[str, dict], started: float,
-                start_macros: dict | None) -> None:
+                start_macros: dict | None, every: bool = False) -> None:
         """Ask, evaluate and tell through a window of ``2 x workers`` candidates in flight.
+
+        With ``every`` (a tunables-only space no larger than the budget) every valid setting
+        is evaluated, the starting point first, instead of asking an optimizer: it would
+        spend the budget re-proposing known points, one at a time.
 
         A worker takes the next candidate as soon as it is free (a candidate that loses its
         race early does not wait for a slow neighbour), but answers are told in the order
@@ -243,38 +275,34 @@ class Tuner:
 
         window = 2 * len(self.servers)
         parametrization = space.parametrization(self.seed, start_macros)
-        optimizer = ng.optimizers.registry[self.optimizer_name](
-            parametrization=parametrization, budget=budget.evaluations or 100_000,
-            num_workers=window)
-        optimizer.suggest(parametrization.value)  # the starting point is evaluated first
+        if every:
+            optimizer = _Enumeration(space, parametrization.value, outcome)
+        else:
+            optimizer = ng.optimizers.registry[self.optimizer_name](
+                parametrization=parametrization, budget=budget.evaluations or 100_000,
+                num_workers=window)
+            optimizer.suggest(parametrization.value)  # the starting point goes first
         first = len(outcome.steps)
         in_flight: deque[_Pending] = deque()
-        counted = [0]  # points asked that count against the budget (told or in flight)
-        repeats_in_a_row = 0
 
         def spent() -> bool:
             elapsed = time.perf_counter() - started
-            return (outcome.exhausted or budget.exhausted(counted[0], elapsed)
-                    or self.budget.exhausted(first + counted[0], elapsed))
+            asked = len(outcome.steps) - first + len(in_flight)
+            return (outcome.exhausted or budget.exhausted(asked, elapsed)
+                    or self.budget.exhausted(first + asked, elapsed))
 
         with ThreadPoolExecutor(max_workers=len(self.servers)) as executor:
             try:
                 while True:
                     while len(in_flight) < window and not spent():
-                        in_flight.append(self._ask(optimizer, space, outcome, losses,
-                                                   in_flight, executor))
-                        counted[0] += in_flight[-1].counts
+                        pending = self._ask(optimizer, space, outcome, losses, in_flight,
+                                            executor)
+                        if pending is None:  # it proposes only points in flight: wait
+                            break
+                        in_flight.append(pending)
                     if not in_flight:
                         return
-                    pending = in_flight.popleft()
-                    if not pending.counts:  # asked again: answered from memory, no budget
-                        optimizer.tell(pending.point, losses[pending.key])
-                        repeats_in_a_row += 1
-                        # the optimizer only proposes known points: tell what is in flight
-                        outcome.exhausted |= repeats_in_a_row >= self.max_repeats
-                        continue
-                    repeats_in_a_row = 0
-                    self._tell(optimizer, pending, outcome, losses, values)
+                    self._tell(optimizer, in_flight.popleft(), outcome, losses, values)
                     if self.progress:
                         self.progress(outcome)
             except BaseException:
@@ -282,23 +310,42 @@ class Tuner:
                 raise
 
     def _ask(self, optimizer, space: SearchSpace, outcome: Outcome, losses: dict[str, float],
-             in_flight: deque, executor) -> _Pending:
-        """The optimizer's next point, its evaluation started unless it is known already."""
-        point = optimizer.ask()
-        asked = sum(1 for p in in_flight if p.counts)
-        candidate = space.decode(point.value, f"{self.kernel} #{len(losses) + asked + 1}")
-        if self.source_text is not None:
-            candidate = replace(candidate, source_text=self.source_text)
-        key = configuration_key(self.source_hash, candidate.key())
-        if key in losses or any(p.key == key for p in in_flight):
-            return _Pending(point, candidate, key, None, counts=False)
+             in_flight: deque, executor) -> _Pending | None:
+        """The optimizer's next new point, its evaluation started (an invalid one has none).
+
+        A point known already is told its loss at once and costs no budget; after
+        ``max_repeats`` of those in a row the space counts as exhausted. A point being
+        evaluated is asked past (an optimizer mutating one parent proposes it again and
+        again until told), up to ``IN_FLIGHT_TRIES`` times; then None: wait for a result.
+        """
+        repeats = tries = 0
+        while True:
+            point = optimizer.ask()
+            candidate = space.decode(point.value,
+                                     f"{self.kernel} #{len(losses) + len(in_flight) + 1}")
+            if self.source_text is not None:
+                candidate = replace(candidate, source_text=self.source_text)
+            key = configuration_key(self.source_hash, candidate.key())
+            if key in losses:
+                optimizer.tell(point, losses[key])
+                repeats += 1
+                if repeats >= self.max_repeats:
+                    outcome.exhausted = True  # the optimizer only proposes known points
+                if outcome.exhausted:
+                    return None
+            elif any(p.key == key for p in in_flight):
+                tries += 1
+                if tries >= IN_FLIGHT_TRIES:
+                    return None
+            else:
+                break
         if not space.is_valid(point.value):
             return _Pending(point, candidate, key, None)
         # a candidate clearly slower than the best told so far stops timing early (racing),
         # timed side by side with that best; the finalists are measured in full again, against
         # the baseline, when confirmed
         best = max(((step.speedup, told) for step, told in zip(outcome.steps, outcome.candidates)
-                    if step.status == "ok" and step.speedup and not step.raced),
+                    if step.status == "ok" and step.speedup and step.direct),
                    key=lambda pair: pair[0], default=(1.0, None))
         racing = replace(candidate, race_against=max(1.0, best[0]), race_with=None
                          if best[0] <= 1.0 else _fields(best[1].configuration()))
@@ -317,7 +364,8 @@ class Tuner:
         speedup = (result.get("timing") or {}).get("speedup")
         outcome.steps.append(Step(len(outcome.steps) + 1, key, result["status"], loss,
                                   speedup, cached,
-                                  bool((result.get("timing") or {}).get("raced"))))
+                                  bool((result.get("timing") or {}).get("raced")),
+                                  not (result.get("timing") or {}).get("reference")))
         if not candidate.macros and not candidate.pipeline \
                 and candidate.source_text is None \
                 and outcome.baseline_result is None and result["status"] != INVALID:
