@@ -269,7 +269,7 @@ def main() -> None:
           "variant forced active (verified: every launch used it); checks correctness only")
     print("  replay: ReplayServer.evaluate unraced with default ReplaySettings, as the search's "
           "finalists are confirmed: compile, sandbox check, verify on every recording + fresh "
-          "inputs, and time it against the baseline (1 warm-up + up to 15 interleaved rounds, "
+          "inputs, and time it against the baseline (2 warm-up + up to 15 interleaved rounds, "
           ">= 2 ms samples)")
     print("  replay raced: the same variant as the search evaluates it once it has found the "
           "best of the other variants: raced against that speedup, timed beside that "

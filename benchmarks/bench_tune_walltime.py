@@ -31,6 +31,7 @@ import json
 import os
 import platform
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -61,10 +62,10 @@ def tune(checkout: Path, workdir: Path, args: argparse.Namespace, extra: list[st
                "-p", "no:randomly", "--r3-kernels", ",".join(KERNELS),
                "-o", f"r3_budget={args.budget}", "-o", f"r3_seed={args.seed}",
                "-o", f"r3_workers={args.workers}", "-o", f"r3_dir={r3_dir}", *extra]
-    started = time.perf_counter()
+    started, used = time.perf_counter(), _children_cpu()
     result = subprocess.run(command, capture_output=True, text=True, cwd=project,
                             env=clean_env(checkout))
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, _children_cpu() - used
     log = workdir / "log.txt"
     log.write_text(result.stdout + result.stderr)
     if result.returncode != 0:
@@ -75,8 +76,15 @@ def tune(checkout: Path, workdir: Path, args: argparse.Namespace, extra: list[st
         if kernel not in speedups and re.search(rf"^{kernel}\s+baseline kept", result.stdout,
                                                 re.MULTILINE):
             speedups[kernel] = 1.0
-    return {"wall": wall, "speedups": speedups,
+    return {"wall": wall, "cpu": cpu, "speedups": speedups,
             "evaluations": evaluation_figures(r3_dir / "results")}
+
+
+def _children_cpu() -> float:
+    """User + system seconds of finished child processes (with their own children: the
+    replay workers): the work a run did, steadier than its wall time on a busy machine."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def evaluation_figures(results: Path) -> dict[str, dict]:
@@ -147,13 +155,15 @@ def main() -> None:
                 workdir.mkdir(exist_ok=True)
                 figure = tune(checkout, workdir, args, extra)
                 figures[label].append(figure)
-                print(f"  [{repeat + 1}/{args.repeats}] {label}: {figure['wall']:.1f} s, "
+                print(f"  [{repeat + 1}/{args.repeats}] {label}: {figure['wall']:.1f} s "
+                      f"({figure['cpu']:.1f} s CPU), "
                       + ", ".join(f"{k} x{v:.2f}" for k, v in figure["speedups"].items()),
                       flush=True)
 
     reference = statistics.median(f["wall"] for f in figures["before"])
-    header = (f"{'run':<18} {'wall (median)':>14} {'vs before':>10}  "
-              + " ".join(f"{k:>11}" for k in KERNELS))
+    header = (f"{'run':<18} {'wall (median)':>14} {'vs before':>10} {'CPU (median)':>13} "
+              f"{'vs before':>10}  " + " ".join(f"{k:>11}" for k in KERNELS))
+    cpu_reference = statistics.median(f["cpu"] for f in figures["before"])
     print("\n" + header)
     print("-" * len(header))
     for label, _, _ in runs:
@@ -163,9 +173,11 @@ def main() -> None:
             values = [f["speedups"].get(kernel) for f in figures[label]]
             values = [v for v in values if v is not None]
             cells.append(f"x{statistics.median(values):.2f}" if values else "-")
-        print(f"{label:<18} {wall:>12.1f} s {reference / wall:>9.2f}x  "
-              + " ".join(f"{c:>11}" for c in cells))
-    print("vs before: before's wall time / this run's (2.00x = half the time). Kernel columns: "
+        cpu = statistics.median(f["cpu"] for f in figures[label])
+        print(f"{label:<18} {wall:>12.1f} s {reference / wall:>9.2f}x {cpu:>11.1f} s "
+              f"{cpu_reference / cpu:>9.2f}x  " + " ".join(f"{c:>11}" for c in cells))
+    print("vs before: before's wall (or CPU) time / this run's (2.00x = half the time); CPU: "
+          "user + system seconds of the run and its replay workers. Kernel columns: "
           "confirmed speedup of the winner over the default build (median over repeats); "
           "'now' is timed on the production-sized workloads, the others on test-sized inputs.")
     print("\nevaluations of the search (from the result store; compile, verification and "

@@ -127,7 +127,8 @@ class ReplaySettings:
     reserve_inputs: int = 3            # extra perturbed sets kept for that re-verification
     timing_rounds: int = 15            # at most; fewer once the ratio is steady
     min_timing_rounds: int = 5
-    warmup_rounds: int = 1
+    warmup_rounds: int = 2
+    race_warmup_rounds: int = 1     # for a racing candidate (the finalists get the full warm-up)
     min_sample_seconds: float = 2e-3   # each timed sample repeats launches up to this long
     timing_recordings: int = 2         # the largest N recordings are timed
     race_rounds: int = 3               # rounds before a clearly slower candidate may stop

@@ -174,7 +174,7 @@ class Runner:
         if timing["raced"]:  # a loser is never kept: its buffers need no check
             return {"timing": timing}, {}
         # the set of buffers the candidate ran on last (timing trades them every other round)
-        last_round = self.settings.warmup_rounds + timing["rounds"] - 1
+        last_round = timing["warmup_rounds"] + timing["rounds"] - 1
         last_set = sets["base" if last_round // 2 % 2 else "cand"]
         arrays = {}
         for position, (args, buffers) in enumerate(last_set):

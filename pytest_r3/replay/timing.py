@@ -100,7 +100,9 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list, cand_args
     base_times, cand_times = [], []
     raced, stopped = False, ""
     per_case: list[tuple[list[float], list[float]]] = [([], []) for _ in base_args]
-    for round_index in range(settings.warmup_rounds + settings.timing_rounds):
+    warmup = settings.warmup_rounds if race_against is None else \
+        min(settings.warmup_rounds, settings.race_warmup_rounds)
+    for round_index in range(warmup + settings.timing_rounds):
         base_total = cand_total = 0.0
         for number, (b_args, c_args, repeat) in enumerate(
                 zip(base_args, cand_args, repeats, strict=True)):
@@ -114,10 +116,10 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list, cand_args
                 cand_one = _sample(backend, candidate, c_args, repeat) / repeat
             base_total += weights[number] * base_one
             cand_total += weights[number] * cand_one
-            if round_index >= settings.warmup_rounds:
+            if round_index >= warmup:
                 per_case[number][0].append(base_one)
                 per_case[number][1].append(cand_one)
-        if round_index >= settings.warmup_rounds:
+        if round_index >= warmup:
             base_times.append(base_total)
             cand_times.append(cand_total)
             if len(base_times) >= settings.min_timing_rounds and _settled(base_times, cand_times):
@@ -142,6 +144,7 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list, cand_args
         "speedup_q1": q1,
         "speedup_q3": q3,
         "rounds": len(ratios),
+        "warmup_rounds": warmup,
         "repeats": repeats,
         "within_noise": within_noise(q1, median, q3),
         "raced": raced,
