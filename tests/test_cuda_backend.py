@@ -583,11 +583,11 @@ class InProcessWorker:
         self.outbox: list[bytes] = []
         self.handler = Worker(SimpleNamespace(send_bytes=lambda b: self.outbox.append(bytes(b))),
                               Containment())
-        self.running = True
+        self.running = False
         self.pid = None
 
     def spawn(self) -> None:
-        pass
+        self.running = True
 
     def ask(self, event, data, timeout, arrays=None):
         from pytest_r3.replay import protocol
