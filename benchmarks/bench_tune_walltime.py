@@ -130,6 +130,9 @@ def main() -> None:
                         help="replay workers (r3_workers; default 0: one per core)")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
+    parser.add_argument("--without-workloads-only", action="store_true",
+                        help="leave out the 'now' run with the workloads (compare like with "
+                             "like in less time)")
     args = parser.parse_args()
     before = args.before.resolve()
     if not (before / "pytest_r3").is_dir() or not (before / "example_project").is_dir():
@@ -143,6 +146,8 @@ def main() -> None:
 
     runs = [("before", before, []), ("now", ROOT, []),
             ("now, no workloads", ROOT, ["-k", "not benchmark"])]
+    if args.without_workloads_only:
+        runs = [run for run in runs if run[0] != "now"]
     print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} "
           f"CPU(s); before = {before} ({commit(before)}), now = {ROOT} ({commit(ROOT)}); "
           f"budget {args.budget}, seed {args.seed}, workers {args.workers or 'one per core'}, "

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import secrets
 import time
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
@@ -83,21 +84,14 @@ class ReplayServer:
                 raise ReplayError(f"kernel {self.spec.name!r}: the baseline does not compile: "
                                   f"{exc}") from None
         if not self.worker.running:
-            try:
+            with self._loading():
                 self._spawn()
-            except WorkerDied as died:
-                self._kill()
-                raise ReplayError(f"replay worker for kernel {self.spec.name!r} could not load "
-                                  f"its baseline: {died.result.reason()}") from None
-            except BaseException:
-                self._kill()
-                raise
         return self
 
     def start(self) -> ReplayServer:
         backend = get_backend(self.spec.backend)
         self.prepare()
-        try:
+        with self._loading():
             if self.judge is None:
                 self._learn_reference()
             else:
@@ -105,6 +99,13 @@ class ReplayServer:
             _, data, _ = self._ask("seal", {"ioctl": not getattr(backend, "address_space_cap",
                                                                   True)}, self.load_timeout)
             self.containment = str(data.get("containment", ""))
+        return self
+
+    @contextmanager
+    def _loading(self):
+        """A worker that fails while loading is killed; its death is a ReplayError."""
+        try:
+            yield
         except WorkerDied as died:
             self._kill()
             raise ReplayError(f"replay worker for kernel {self.spec.name!r} could not load its "
@@ -112,7 +113,6 @@ class ReplayServer:
         except BaseException:
             self._kill()
             raise
-        return self
 
     def _spawn(self) -> None:
         self.worker.spawn()
@@ -312,7 +312,7 @@ class ReplayServer:
         """The worker's variant to time side by side with a racing candidate: the best
         configuration so far, built as "reference" once per worker process; the baseline if
         it no longer builds."""
-        best = Candidate(**configuration)
+        best = Candidate(**{k: v for k, v in configuration.items() if k != "case_speedups"})
         identity = (best.key(), self.worker.pid)
         if self._reference_identity == identity:
             return "reference"
@@ -350,7 +350,9 @@ class ReplayServer:
                        for parity in seeds], "weights": weights}, self.request_timeout)
         timing = checked_timing(data.get("timing"), weights)
         if reference != "baseline":
-            timing = against_baseline(timing, scale)
+            per_case = list((race_with or {}).get("case_speedups") or [])
+            timing = against_baseline(timing, scale, per_case if len(per_case) == len(timed)
+                                      else None)
         timing["timed_on"] = ("workloads" if any(c.origin == "workload" for c in timed)
                               else "test inputs")
         if timing["timed_on"] == "workloads":  # the report gives each one's speedup
@@ -387,20 +389,22 @@ class ReplayServer:
             return False
 
 
-def against_baseline(timing: dict, scale: float) -> dict:
+def against_baseline(timing: dict, scale: float, case_scales: list[float] | None = None
+                     ) -> dict:
     """Figures timed against the best configuration so far (its speedup: ``scale``) as
     figures against the baseline: each ratio times ``scale``, each reference time times
-    ``scale`` (what the baseline would take). Per-workload figures are scaled by the total
-    speedup, so they are estimates; the finalists are timed against the baseline itself."""
+    ``scale`` (what the baseline would take); each timed case's by that configuration's own
+    speedup on it (``case_scales``; the total's when unknown)."""
+    case_scales = case_scales or [scale] * len(timing["cases"])
     scaled = dict(timing, reference={"speedup": scale,
                                      "median": timing["baseline_median"]})
     for key in ("speedup", "speedup_q1", "speedup_q3", "baseline_median"):
         scaled[key] = timing[key] * scale
     scaled["baseline_samples"] = [x * scale for x in timing["baseline_samples"]]
-    scaled["cases"] = [dict(case, speedup=case["speedup"] * scale,
-                            baseline_median=case["baseline_median"] * scale,
-                            baseline_samples=[x * scale for x in case["baseline_samples"]])
-                       for case in timing["cases"]]
+    scaled["cases"] = [dict(case, speedup=case["speedup"] * factor,
+                            baseline_median=case["baseline_median"] * factor,
+                            baseline_samples=[x * factor for x in case["baseline_samples"]])
+                       for case, factor in zip(timing["cases"], case_scales, strict=True)]
     scaled["within_noise"] = within_noise(scaled["speedup_q1"], scaled["speedup"],
                                           scaled["speedup_q3"])
     return scaled

@@ -194,7 +194,8 @@ class KernelSpec:
 class Candidate(Configuration):
     """A configuration to evaluate, with a label for logs and reports. ``race_against``: the
     best speedup found so far; timing stops early once this one is clearly slower.
-    ``race_with``: the configuration that reached it (a dict of Configuration's fields),
+    ``race_with``: the configuration that reached it (a dict of Configuration's fields,
+    and ``case_speedups``: its own speedup on each timed case),
     timed side by side in the baseline's place, its speedup scaling the ratio: cheaper
     rounds where the best is much faster than the baseline. Neither is part of the key:
     they change how a candidate is timed, not what it is."""

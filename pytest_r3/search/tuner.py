@@ -214,6 +214,7 @@ class Tuner:
         outcome = Outcome(self.kernel, self.optimizer_name, self.budget)
         started = time.perf_counter()
         self._free: Queue = Queue()
+        self._case_speedups: dict[str, list[float]] = {}  # per timed case, measured directly
         for server in self.servers:
             self._free.put(server)
         losses: dict[str, float] = {}  # configurations seen in this run, by key
@@ -347,8 +348,11 @@ class Tuner:
         best = max(((step.speedup, told) for step, told in zip(outcome.steps, outcome.candidates)
                     if step.status == "ok" and step.speedup and step.direct),
                    key=lambda pair: pair[0], default=(1.0, None))
-        racing = replace(candidate, race_against=max(1.0, best[0]), race_with=None
-                         if best[0] <= 1.0 else _fields(best[1].configuration()))
+        race_with = None
+        if best[0] > 1.0:  # with its per-case speedups: each timed case is scaled by its own
+            race_with = {**_fields(best[1].configuration()),
+                         "case_speedups": self._case_speedups.get(best[1].key(), [])}
+        racing = replace(candidate, race_against=max(1.0, best[0]), race_with=race_with)
         return _Pending(point, candidate, key, executor.submit(self._evaluate_one, racing))
 
     def _tell(self, optimizer, pending: _Pending, outcome: Outcome, losses: dict[str, float],
@@ -361,7 +365,10 @@ class Tuner:
         optimizer.tell(pending.point, loss)
         outcome.new_evaluations += 0 if cached else 1
         outcome.candidates.append(candidate)
-        speedup = (result.get("timing") or {}).get("speedup")
+        timing = result.get("timing") or {}
+        speedup = timing.get("speedup")
+        if result["status"] == "ok" and timing.get("cases") and not timing.get("reference"):
+            self._case_speedups[candidate.key()] = [c["speedup"] for c in timing["cases"]]
         outcome.steps.append(Step(len(outcome.steps) + 1, key, result["status"], loss,
                                   speedup, cached,
                                   bool((result.get("timing") or {}).get("raced")),
