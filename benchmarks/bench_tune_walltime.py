@@ -19,9 +19,13 @@ baseline was kept). Speedups of ``now`` are measured on workloads (production si
 compare with the others only loosely; ``now, no workloads`` is timed on the same inputs as
 ``before``.
 
+Each run's CPU time (user + system, the replay workers included) is reported beside its wall
+time: the work done, steadier than wall time on a shared machine.
+
 Run from the repository root::
 
     python benchmarks/bench_tune_walltime.py --before ../before [--budget 60] [--seed 0]
+        [--repeats 3] [--without-workloads-only]
 """
 
 from __future__ import annotations
