@@ -23,6 +23,7 @@ from .results import ResultStore, configuration_key
 
 FAILURE_LOSS = 10.0
 IN_FLIGHT_TRIES = 8  # asks past points being evaluated before waiting for a result
+CONFIRMATION_DROP = 0.25  # a confirmed speedup this far below the search's is measured again
 INVALID = "invalid"
 
 
@@ -394,9 +395,14 @@ class Tuner:
         finalists = sorted(ranked.values(), key=lambda pair: pair[0])[: self.confirm_top]
         outcome.best_candidate, outcome.best_result = None, None
         best_speedup = 1.0
-        for _, candidate in finalists:  # unraced: verified in full and timed in full
+        for loss, candidate in finalists:  # unraced: verified in full and timed in full
             result = self.servers[0].evaluate(candidate.unraced())
             outcome.confirmations.append((candidate, result))
+            if result.ok and result.timing["speedup"] * loss < 1 - CONFIRMATION_DROP:
+                # far below what the search measured: a busy moment of a shared machine
+                # slows a whole confirmation; it is measured once more, and that one stands
+                result = self.servers[0].evaluate(candidate.unraced())
+                outcome.confirmations.append((candidate, result))
             timing = result.timing
             if result.ok and not timing.get("within_noise") and timing["speedup"] > best_speedup:
                 best_speedup = timing["speedup"]
