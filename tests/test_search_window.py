@@ -134,3 +134,28 @@ def test_a_confirmation_far_below_the_search_is_measured_once_more_and_the_repea
     searched = min(step.loss for step in outcome.steps if step.status == "ok")
     assert len(outcome.confirmations) == 2 == len(confirmations)
     assert outcome.best_result.speedup == confirmations[1] == pytest.approx(0.97 / searched)
+
+
+def test_the_best_speedup_measured_against_the_baseline_is_always_a_finalist(tmp_path):
+    """Candidates timed beside the best so far get scaled estimates; the highest of many such
+    estimates reads high. Three of them must not push the best baseline-measured candidate
+    out of the confirmations."""
+
+    class Scaling(StandInServer):
+        def evaluate(self, candidate) -> Result:
+            result = super().evaluate(candidate)
+            if candidate.race_with is not None:  # scaled, and reading 30% high
+                result.timing.update(speedup=result.timing["speedup"] * 1.3,
+                                     reference={"speedup": candidate.race_against})
+            return result
+
+    log: list = []
+    servers = [Scaling(f"worker{n}", lambda c: 0.001, log) for n in range(2)]
+    outcome = Tuner("k", "hash", space(tmp_path), servers, ResultStore(tmp_path / "s", "k", "cpu"),
+                    seed=3, budget=Budget(evaluations=24), confirm_top=3).run()
+    direct = [(step.speedup, candidate) for step, candidate in
+              zip(outcome.steps, outcome.candidates) if step.direct and candidate.macros]
+    scaled = [step for step in outcome.steps if not step.direct]
+    assert len(scaled) >= 3, "the landscape should give scaled estimates to rank above it"
+    best_direct = max(direct, key=lambda pair: pair[0])[1]
+    assert outcome.confirmations[0][0] == best_direct
