@@ -637,3 +637,27 @@ def test_a_racing_candidate_is_timed_against_the_best_so_far_and_scaled_to_the_b
     assert winner.ok and "reference" not in winner.timing, winner.timing
     assert winner.details["verified"] == "in full"
     assert winner.speedup > 1.5
+
+
+@pytest.mark.parametrize("claim", [{"stopped": "tied"}, {"stopped": "ahead"},
+                                   {"raced": True, "stopped": "raced"}])
+def test_a_worker_that_claims_a_race_stop_without_a_race_is_a_crash(recorded, claim):
+    """Only a racing candidate's timing may stop early as tied, ahead or lost; a worker (its
+    process owned by candidate code) that says so of a finalist's full timing is not
+    believed: the candidate is a crash, never a shortened measurement."""
+    with ReplayServer(recorded.spec, recorded.store.root, recorded.keys, FAST) as alone:
+        honest_ask = alone.worker.ask
+
+        def forging_ask(event, data, timeout, arrays=None):
+            answer, reply, returned = honest_ask(event, data, timeout, arrays)
+            if event == "time":
+                reply["timing"].update(claim)
+            return answer, reply, returned
+
+        alone.worker.ask = forging_ask
+        forged = alone.evaluate(Candidate(label="finalist"))
+        alone.worker.ask = honest_ask
+        raced = alone.evaluate(Candidate(label="racing", race_against=0.5))
+    assert forged.status == "crash" and forged.kind == "protocol", forged.summary()
+    assert "was not racing" in forged.summary()
+    assert raced.status == "ok"

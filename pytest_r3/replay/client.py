@@ -360,11 +360,11 @@ class ReplayServer:
                 {"key": case.recording.key, "origin": case.recording.workload["origin"],
                  "shape": case.recording.shape_signature, **figures}
                 for case, figures in zip(timed, timing["cases"], strict=True)]
+        if race_against is None and (timing["raced"] or timing["stopped"] in RACE_STOPS):
+            raise WorkerDied(Result(protocol.CRASH, diagnostics=[
+                "the worker stopped timing a candidate that was not racing"],
+                details={"kind": "protocol"}))
         if timing["raced"]:  # a loser's buffers are not checked: it is never kept
-            if race_against is None:
-                raise WorkerDied(Result(protocol.CRASH, diagnostics=[
-                    "the worker stopped timing a candidate that was not racing"],
-                    details={"kind": "protocol"}))
             return timing
         which = arrays.get("set")
         if which is None or which.shape != (1,) or int(which[0]) not in (0, 1):
@@ -410,6 +410,8 @@ def against_baseline(timing: dict, scale: float, case_scales: list[float] | None
     return scaled
 
 
+RACE_STOPS = ("raced", "tied", "ahead")  # reasons to stop timing that only a race has
+
 _TIMING_NUMBERS = ("baseline_median", "candidate_median", "speedup", "speedup_q1",
                    "speedup_q3")
 
@@ -432,7 +434,7 @@ def checked_timing(timing: object, weights: list[float] | None = None) -> dict:
                  "within_noise": bool(timing["within_noise"]), "cases": cases,
                  "raced": bool(timing.get("raced", False)),
                  "stopped": str(timing.get("stopped", ""))}
-        if clean["stopped"] not in ("", "settled", "raced", "tied", "ahead"):
+        if clean["stopped"] not in ("", "settled", *RACE_STOPS):
             raise ValueError("unknown reason to stop timing")
         if weights is not None and [c["weight"] for c in cases] != [float(w) for w in weights]:
             raise ValueError("per-case figures do not match the timed cases")
