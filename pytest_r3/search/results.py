@@ -10,7 +10,9 @@ toolchain, the target). Each line carries its context; a store opened for anothe
 does not see it (the line stays, for when that context comes back).
 
 Lines are appended under the file's lock, one write each, flushed; a line torn by a kill
-is ignored, and the next line starts on a line of its own.
+is ignored, and the next line starts on a line of its own. A stored result that cannot be
+read as a :class:`~pytest_r3.replay.protocol.Result` (a shape no version wrote) is measured
+again, as if it were not there.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ..outputs import append_line
+from ..replay.protocol import Result
 
 
 def configuration_key(source_hash: str, candidate_key: str) -> str:
@@ -94,6 +97,17 @@ class ResultStore:
 
     def get(self, key: str) -> dict | None:
         return self._entries.get(key)
+
+    def result(self, key: str) -> Result | None:
+        """The stored result for ``key`` as a typed value; None when there is none or it
+        cannot be read (it is then measured again)."""
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        try:
+            return Result.from_dict(entry["result"])
+        except (TypeError, ValueError):
+            return None
 
     def entries(self) -> list[dict]:
         return list(self._entries.values())
