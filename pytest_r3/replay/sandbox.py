@@ -3,8 +3,8 @@
 Candidate code (an LLM's rewrite, say) is untrusted. A kernel may call a fixed set of LLVM
 intrinsics (math, bit, vector, memory and hint ones; NVVM thread-index, barrier, shuffle,
 vote, fence, atomic and math ones for CUDA), libm, CUDA's libdevice (``__nv_*``, CUDA only)
-and the C memory primitives LLVM itself emits (copies and fills, which keep no state). Everything else is a violation and the
-candidate never runs:
+and the C memory primitives LLVM itself emits (copies and fills, which keep no state).
+Everything else is a violation and the candidate never runs:
 
 * a call to, or any other reference to, an external function outside the allowlist (taking
   ``&system`` and reaching it through ``__builtin_longjmp`` or a stored pointer is as bad
