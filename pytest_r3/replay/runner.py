@@ -22,7 +22,7 @@ from ..model.launch import LaunchConfig
 from ..model.pipeline import Pipeline
 from ..model.signature import Signature, param_from_dict
 from . import protocol
-from .buffers import GuardedBuffer
+from .buffers import GuardedBuffer, PlainBuffer
 from .cases import Slot
 from .protocol import KernelSpec, Rejected, ReplaySettings
 from .timing import interleaved_speedup
@@ -83,12 +83,15 @@ class Runner:
                 for number, slot in enumerate(case["slots"])])
             for index, case in enumerate(layout)]
 
-    def _arguments(self, case: WorkerCase, fills: dict, guard_seed: int):
-        """Launch arguments in parameter order; aliased parameters share one buffer."""
-        buffers = []
+    def _arguments(self, case: WorkerCase, fills: dict, guard_seed: int,
+                   plain: bool = False):
+        """Launch arguments in parameter order; aliased parameters share one buffer.
+        ``plain``: buffers allocated as numpy allocates the user's, with no guards."""
+        buffers: list[GuardedBuffer | PlainBuffer] = []
         by_param = {}
         for number, slot in enumerate(case.slots):
-            buffer = GuardedBuffer(slot.values, guard_seed + number)
+            buffer = PlainBuffer(slot.values) if plain else \
+                GuardedBuffer(slot.values, guard_seed + number)
             buffer.fill(slot.values, fills.get(str(number)))
             buffers.append(buffer)
             for name in slot.params:
@@ -119,18 +122,19 @@ class Runner:
         quick = ReplaySettings.from_dict({**self.settings.__dict__, "warmup_rounds": 0,
                                           "timing_rounds": 1, "min_timing_rounds": 1,
                                           "min_sample_seconds": 0.0})
-        args = [self._arguments(self.cases[0], {}, 0)[0] for _ in range(2)]
+        args = [self._arguments(self.cases[0], {}, 0, plain=True)[0] for _ in range(2)]
         baseline = self.variants["baseline"]
         interleaved_speedup(self.backend, baseline, baseline, args[:1], args[1:], quick)
 
     # -- requests -----------------------------------------------------------------------------
     def run(self, variant: str, case_index: int, fills: dict, guard_seed: int,
-            after: list[int] = ()):
-        """One launch on fresh guarded buffers; every buffer comes back whole. With
+            after: list[int] = (), plain: bool = False):
+        """One launch on fresh guarded buffers (``plain``: laid out as in production); every
+        buffer comes back whole. With
         ``after``, those cases run first on the same buffers, each launch refilling only the
         read-only inputs, so what the written buffers hold is kept from launch to launch."""
         chain = [self.cases[index] for index in (*after, case_index)]
-        args, buffers = self._arguments(chain[0], fills, guard_seed)
+        args, buffers = self._arguments(chain[0], fills, guard_seed, plain)
         returned = self._launch(variant, args)
         for case in chain[1:]:
             for buffer, slot in zip(buffers, case.slots, strict=True):
@@ -155,8 +159,11 @@ class Runner:
         sets = {"base": [], "cand": []}
         for offset, which in enumerate(sets):
             for index in case_indices:
+                # as numpy lays out the user's arrays: a candidate timed on buffers it can
+                # tell apart from production's could be fast only when timed
                 sets[which].append(self._arguments(self.cases[index], {},
-                                                   guard_seed + 1000 * (offset + 1) + index))
+                                                   guard_seed + 1000 * (offset + 1) + index,
+                                                   plain=True))
         try:
             timing = interleaved_speedup(
                 self.backend, self.variants[reference], self.variants[variant],
