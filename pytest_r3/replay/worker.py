@@ -85,7 +85,7 @@ class Worker:
         self.send("timed", reply, buffers)
 
     def on_call(self, data: dict, arrays: dict) -> None:
-        reply, buffers = self.runner.call(data["layout"], arrays)
+        reply, buffers = self.runner.call(data["layout"], arrays, int(data.get("repeats", 1)))
         self.send("outputs", reply, buffers)
 
     def on_drop(self, data: dict, arrays: dict) -> None:
