@@ -115,16 +115,19 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize("rewrite", [WRONG_LATE, SLOW_IN_PRODUCTION],
-                         ids=["wrong_after_20_calls_on_real_arrays", "slow_on_real_arrays"])
-def test_a_rewrite_that_knows_when_it_is_judged_leaves_no_patch_and_no_lock(tmp_path, rewrite):
+@pytest.mark.parametrize(("rewrite", "flags"), [
+    (WRONG_LATE, ()), (SLOW_IN_PRODUCTION, ()), (WRONG_LATE, ("-n", "2"))],
+    ids=["wrong_after_20_calls_on_real_arrays", "slow_on_real_arrays",
+         "wrong_after_20_calls_under_xdist"])
+def test_a_rewrite_that_knows_when_it_is_judged_leaves_no_patch_and_no_lock(tmp_path, rewrite,
+                                                                            flags):
     root = project(tmp_path)
     answer = f"Faster: unit stride in the inner loop.\n```c\n{rewrite}```\n"
     with ScriptedChatServer(lambda body: answer) as server:
         result = subprocess.run(
             [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--r3-tune",
              "--r3-llm-model", "scripted", "--r3-llm-base-url", server.base_url,
-             "--r3-llm-api-key-env", "none"],
+             "--r3-llm-api-key-env", "none", *flags],
             cwd=root, capture_output=True, text=True, timeout=600)
         assert server.requests, "the model was never asked"
     assert result.returncode == 0, result.stdout + result.stderr
