@@ -52,6 +52,8 @@ CLASS_WORDS = {
     "forbidden_intrinsic": r"intrinsic|setjmp|longjmp|frame ?address|return ?address",
     "symbol_reference": r"reference|address of|symbol",
     "mutable_state": r"mutable|writable|global|static|state",
+    "stateful_symbol": r"stateful",
+    "production_layout": r"production layout",
     "forbidden_include": r"include|embed",
     "signal": r"signal|SIG[A-Z]+",
     "timeout": r"time|limit",
@@ -72,6 +74,7 @@ class Case:
     kernel: str        # which base kernel it rewrites
     expected: tuple    # accepted (status, kind) verdicts
     contained: bool = False  # evaluated with the static check off
+    words: str = ""          # more the first diagnostic line must say (a regex)
 
     @property
     def id(self) -> str:
@@ -97,6 +100,8 @@ CASES = [
     Case("frame_address", S, _v(VIOLATION, "forbidden_intrinsic")),
     Case("return_address", S, _v(VIOLATION, "forbidden_intrinsic")),
     Case("call_counter", S, _v(VIOLATION, "mutable_state")),
+    Case("state_in_freed_chunk", S, _v(VIOLATION, "stateful_symbol")),
+    Case("state_in_errno", S, _v(VIOLATION, "stateful_symbol")),
     Case("include_hostname", S, _v("compile_error", "forbidden_include")),
     Case("include_environ", S, _v("compile_error", "forbidden_include")),
     Case("include_dotdot", S, _v("compile_error", "forbidden_include")),
@@ -132,6 +137,14 @@ CASES = [
     Case("stale_output_check", S, _v(WRONG, "stale_output")),
     Case("stale_output_ends", S, _v(WRONG, "stale_output")),
     Case("stale_output_sampled", S, _v(WRONG, "stale_output")),
+    # telling the harness from production: the bytes before a buffer (guard or allocator's
+    # header), and how many calls came before
+    Case("layout_probe_skip", S, _v(WRONG, "timed_output", "production_layout"),
+         words="production layout"),
+    Case("layout_probe_late", A, _v(WRONG, "timed_output", "production_layout"),
+         words="production layout"),
+    Case("layout_probe_small", S, _v(WRONG, "production_layout")),
+    Case("layout_probe_oob", S, _v(WRONG, "out_of_bounds"), words="production layout"),
     # layer 3 alone: the static check is off, the OS containment must refuse
     Case("os_fork", S, _v(VIOLATION, "syscall"), contained=True),
     Case("os_execve", S, _v(VIOLATION, "syscall"), contained=True),
@@ -322,6 +335,7 @@ def test_hostile_candidate_gets_its_verdict(lab, case):
         assert "\n" not in first, f"the first diagnostic is not one line:\n{first}"
         assert re.search(CLASS_WORDS[verdict[1]], first, re.IGNORECASE), (
             f"the first diagnostic does not name the class {verdict[1]!r}: {first}")
+        assert re.search(case.words, first), f"the first diagnostic does not say {case.words}"
     if case.file == "compile_error":
         line = next(number for number, text in enumerate(source.splitlines(), 1)
                     if "/* missing semicolon */" in text)
@@ -331,6 +345,16 @@ def test_hostile_candidate_gets_its_verdict(lab, case):
     if "@TARGET@" in (HERE / f"{case.file}.c").read_text():
         time.sleep(0.05)
         assert not lab.target(case).exists(), f"{case.id} wrote {lab.target(case)}"
+
+
+def test_a_rewrite_slow_only_on_real_arrays_is_timed_slow(lab):
+    """Exact everywhere, fast on guarded buffers and 200 passes slower on real arrays: it is
+    timed as production would run it, so it is no speedup at all."""
+    server = lab.server(S)
+    slow = server.evaluate(Candidate(source_text=lab.source(Case("layout_probe_slow", S, ())),
+                                     label="layout_probe_slow"))
+    assert slow.status == "ok", slow.summary()
+    assert slow.timing["speedup"] < 0.5, slow.summary()
 
 
 # -- what the suite leaves behind (these run last, in file order) -----------------------

@@ -14,10 +14,13 @@ import pytest
 from pytest_r3.replay.buffers import (
     GUARD_BYTES,
     GuardedBuffer,
+    PlainBuffer,
     check_guards,
+    check_plain,
     guard_length,
     poison_for,
     random_bytes,
+    split_plain,
     split_storage,
 )
 
@@ -276,3 +279,50 @@ def test_a_kernel_write_shows_in_the_split_storage_and_nowhere_else():
     expected[1, 2] = 42
     np.testing.assert_array_equal(data, expected)
     assert check_guards(buffer.storage, like, 17) is None
+
+
+# -- the production layout ---------------------------------------------------------------------
+def _allocated_by_malloc(array: np.ndarray) -> bool:
+    """Whether the 8 bytes before ``array``'s data are glibc's size word for its block, the
+    test a kernel can make to tell a user's array from a guarded one."""
+    usable = ctypes.CDLL(None).malloc_usable_size
+    usable.restype, usable.argtypes = ctypes.c_size_t, [ctypes.c_void_p]
+    word = int.from_bytes(ctypes.string_at(array.ctypes.data - 8, 8), "little") & ~7
+    return word - usable(array.ctypes.data) in (8, 16) and array.ctypes.data % 16 == 0
+
+
+@pytest.mark.parametrize("n", [1, 5, 37, 1000, 100_000, 1_000_000])
+def test_a_plain_buffer_looks_like_a_numpy_array_from_inside(n):
+    """What a kernel can read around its pointer is what it reads around a user's array:
+    the allocator's size word for its block before it, 16-byte alignment, no guard."""
+    like = np.linspace(-1, 1, n, dtype=np.float32)
+    assert _allocated_by_malloc(np.empty_like(like))  # what a user's array shows
+    assert _allocated_by_malloc(PlainBuffer(like).array)
+    guarded = GuardedBuffer(like, 7)  # its word before is guard: what gave the harness away
+    assert ctypes.string_at(guarded.array.ctypes.data - 8, 8) == \
+        random_bytes(7, 2 * guarded.guard)[guarded.guard - 8: guarded.guard].tobytes()
+
+
+def test_a_plain_buffer_comes_back_as_filled_and_clean():
+    like = np.arange(37, dtype=np.float32)
+    plain = PlainBuffer(like)
+    plain.fill(like, None)
+    assert check_plain(plain.storage, like) is None
+    assert np.array_equal(split_plain(plain.storage, like), like)
+    plain.fill(None, 5)
+    assert split_plain(plain.storage, like).tobytes() == random_bytes(5, like.nbytes).tobytes()
+
+
+@pytest.mark.parametrize("n", [37, 1000, 100_000])
+def test_writes_next_to_a_plain_buffer_are_seen(n):
+    like = np.zeros(n, dtype=np.float32)
+    past = PlainBuffer(like)
+    ctypes.memset(past.array.ctypes.data + like.nbytes, 0x5A, 3)  # the unused tail
+    assert check_plain(past.storage, like) == "wrote up to 3 byte(s) past the end of the buffer"
+    before = PlainBuffer(like)
+    size = before.array.ctypes.data - 8
+    original = ctypes.c_uint64.from_address(size).value
+    ctypes.c_uint64.from_address(size).value = original + 64  # the allocator's size word
+    problem = check_plain(before.storage, like)
+    ctypes.c_uint64.from_address(size).value = original
+    assert problem and "before the start of the buffer" in problem

@@ -76,3 +76,46 @@ def test_a_rewrite_the_static_check_refuses_never_starts(spec):
         "double total = 0;", 'double total = system("true");')
     with pytest.raises(R3Error, match="sandbox_violation"):
         ContainedLauncher(spec, Candidate(source_text=calls_system))
+
+
+COUNTED = """\
+static long calls;
+
+long axpy_calls(void) { return calls; }
+
+double axpy(long n, float a, const float *x, float *y)
+{
+    calls++;
+    for (long i = 0; i < n; ++i) y[i] = a * x[i] + y[i];
+    return 0;
+}
+"""
+
+
+def test_a_rewrite_that_changes_after_a_few_calls_fails_in_the_oracle_run(tmp_path):
+    """The oracle tests make few calls; a rewrite counting them with the baseline's own
+    counter (allowed: the baseline has it) is exact for 20 and wrong after. The first
+    forwarded call is made many times in a row, so it is caught before any test sees a
+    result, even in a test that calls the kernel three times."""
+    (tmp_path / "axpy.c").write_text(COUNTED)
+    spec = KernelSpec.from_kernel(r3.kernel(tmp_path / "axpy.c", entry="axpy",
+                                            name="contained_counted"))
+    late = COUNTED.replace("+ y[i];", "+ y[i] + (calls > 20 ? 1.0f : 0.0f);")
+    honest = COUNTED.replace("for (long i = 0;",
+                             "#pragma clang loop unroll_count(2)\n    for (long i = 0;")
+    x = np.arange(8, dtype=np.float32)
+    for source, fails in ((late, True), (honest, False)):
+        launcher = ContainedLauncher(spec, Candidate(source_text=source), timeout=60)
+        outputs = []
+        try:
+            for _ in range(3):  # as a test calling the kernel three times
+                outputs.append(np.ones(8, dtype=np.float32))
+                launcher(8, 2.0, x, outputs[-1])
+        except KernelFault as fault:
+            assert fails and "keeps state between calls" in str(fault), fault
+        else:
+            assert not fails, "the late rewrite passed three calls"
+            for out in outputs:
+                np.testing.assert_array_equal(out, 2 * x + 1)
+        finally:
+            launcher.close()

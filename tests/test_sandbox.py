@@ -53,15 +53,13 @@ ALLOWED = {
         }
     """,
     "memory primitives": """
-        #include <stdlib.h>
         #include <string.h>
         void k(long n, const float *x, float *out)
         {
-            float *tmp = malloc(n * sizeof *tmp);
+            float tmp[n];
             memcpy(tmp, x, n * sizeof *tmp);
             memset(out, 0, n * sizeof *out);
             memmove(out, tmp, n * sizeof *out);
-            free(tmp);
         }
     """,
     "calls between functions of the kernel": """
@@ -513,6 +511,50 @@ def test_candidate_changing_the_baselines_global_or_adding_one_is_refused():
         void k(long n, float *out) { calls++; extra++; out[0] = extra > 3; }
     """, baseline=summary)
     assert [(v.symbol, v.kind) for v in added] == [("extra", "mutable_state")]
+
+
+# -- functions that keep state between calls ----------------------------------------------
+HEAP_SCRATCH = """
+    #include <stdlib.h>
+    #include <string.h>
+    void k(long n, const float *x, float *out)
+    {
+        float *tmp = malloc(n * sizeof *tmp);
+        memcpy(tmp, x, n * sizeof *tmp);
+        memmove(out, tmp, n * sizeof *out);
+        free(tmp);
+    }
+"""
+
+
+def test_heap_and_errno_are_refused_unless_the_baseline_uses_them():
+    refused = violations_of(HEAP_SCRATCH)
+    assert sorted((v.symbol, v.kind) for v in refused) == [
+        ("free", "stateful_symbol"), ("malloc", "stateful_symbol")]
+    assert "stateful function 'malloc'" in refused[0].describe() or \
+        "stateful function 'malloc'" in refused[1].describe()
+    errno_counter = violations_of("""
+        #include <errno.h>
+        void k(long n, float *out) { errno += 256; out[0] = errno > (1 << 28); }
+    """)
+    assert [(v.symbol, v.kind) for v in errno_counter] == [
+        ("__errno_location", "stateful_symbol")]
+    # a baseline that allocates lends the same functions to its candidates, and no others
+    baseline = module_of(HEAP_SCRATCH)
+    assert sandbox.stateful_symbols(baseline) == frozenset({"malloc", "free"})
+    assert violations_of(HEAP_SCRATCH, baseline=baseline) == []
+    assert violations_of(HEAP_SCRATCH, baseline=sandbox.BaselineState.of(baseline)) == []
+    calloc = violations_of(HEAP_SCRATCH.replace("malloc(n * sizeof *tmp)",
+                                                "calloc(n, sizeof *tmp)"), baseline=baseline)
+    assert [(v.symbol, v.kind) for v in calloc] == [("calloc", "stateful_symbol")]
+
+
+def test_taking_the_address_of_a_stateful_function_is_refused_too():
+    violations = violations_of("""
+        #include <stdlib.h>
+        void k(long n, float *out) { void *(*const f)(unsigned long) = malloc; out[0] = f != 0; }
+    """)
+    assert ("malloc", "stateful_symbol") in [(v.symbol, v.kind) for v in violations]
 
 
 # -- advice ----------------------------------------------------------------------------------

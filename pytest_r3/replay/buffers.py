@@ -1,11 +1,20 @@
-"""Guarded buffers as they cross between the judge and the worker that runs a candidate.
+"""Buffers as they cross between the judge and the worker that runs a candidate: guarded,
+or laid out as in production.
 
-A buffer's storage is ``guard | data | guard`` as bytes. Guard bytes and poison are random
-and drawn from seeds the judge picks for each run, so a candidate cannot recognise them,
-and the judge, which never runs candidate code, can regenerate them to check what came back.
+A guarded buffer's storage is ``guard | data | guard`` as bytes. Guard bytes and poison are
+random and drawn from seeds the judge picks for each run, so a candidate cannot predict
+them, and the judge, which never runs candidate code, can regenerate them to check what
+came back. A guarded buffer is still not a numpy array as a user's code makes it: where the
+guard is, numpy's allocator keeps a chunk header, and a candidate that reads it can tell a
+judged run from production. So the runs that decide (timing, and a pass of many calls after
+it) use plain buffers (:class:`PlainBuffer`): allocated by numpy exactly as the user's
+arrays are, out-of-bounds writes seen in the allocator's own bytes around them.
 """
 
 from __future__ import annotations
+
+import ctypes
+import functools
 
 import numpy as np
 
@@ -72,3 +81,90 @@ def check_guards(storage: np.ndarray, like: np.ndarray, guard_seed: int) -> str 
         last = int(np.flatnonzero(after)[-1]) + 1
         return f"wrote up to {last} byte(s) past the end of the buffer"
     return None
+
+
+# -- the production layout ---------------------------------------------------------------------
+WORD = 8  # glibc's chunk header: a size word before every block malloc returns
+_MMAPPED = 2  # the size word's flag for a block that has a mapping of its own
+
+
+@functools.lru_cache(maxsize=1)
+def _usable_size():
+    """libc's ``malloc_usable_size``, or None (not glibc: no bytes around are checked)."""
+    try:
+        function = ctypes.CDLL(None).malloc_usable_size
+    except (OSError, AttributeError):
+        return None
+    function.restype, function.argtypes = ctypes.c_size_t, [ctypes.c_void_p]
+    return function
+
+
+class PlainBuffer:
+    """An array allocated as numpy allocates the user's (``np.empty``: the same allocator,
+    alignment, header and neighbours), so nothing around it says "judged". What the
+    allocator keeps next to the data (the size word before it, the unused tail of its block
+    after it) is noted when the buffer is made and sent back with the data after the run:
+    a write there is out of bounds, as a write into a guard is."""
+
+    def __init__(self, like: np.ndarray) -> None:
+        self.dtype, self.shape = like.dtype, like.shape
+        self.array = np.empty(like.shape, dtype=like.dtype)
+        self._span = self._around_span()
+        self._before = self._around()
+
+    def _around_span(self) -> tuple[int, int, int] | None:
+        """(address of the size word, address after the data, bytes to the block's end)."""
+        usable = _usable_size()
+        address = self.array.ctypes.data
+        if usable is None or not self.array.flags.owndata or address % 16:
+            return None
+        head = int.from_bytes(ctypes.string_at(address - WORD, WORD), "little")
+        end = usable(address)
+        header = 2 * WORD if head & _MMAPPED else WORD  # a mapped block's header is longer
+        if end < self.array.nbytes or (head & ~7) != end + header:
+            return None  # not a block of glibc's malloc: nothing around it is checked
+        return address - WORD, address + self.array.nbytes, end - self.array.nbytes
+
+    def _around(self) -> np.ndarray:
+        if self._span is None:
+            return np.zeros(0, dtype=np.uint8)
+        head, tail, count = self._span
+        # the size word's flags change when the block before is freed: only the size counts
+        size = int.from_bytes(ctypes.string_at(head, WORD), "little") & ~7
+        raw = size.to_bytes(WORD, "little") + ctypes.string_at(tail, count)
+        return np.frombuffer(raw, dtype=np.uint8)
+
+    def fill(self, values: np.ndarray | None, poison_seed: int | None) -> None:
+        if poison_seed is None:
+            np.copyto(self.array, values)
+        else:
+            self.array.reshape(-1).view(np.uint8)[:] = random_bytes(poison_seed,
+                                                                    self.array.nbytes)
+
+    @property
+    def storage(self) -> np.ndarray:
+        """``data | around as it was made | around now``, as bytes."""
+        data = np.ascontiguousarray(self.array).reshape(-1).view(np.uint8)
+        return np.concatenate([data, self._before, self._around()])
+
+
+def split_plain(storage: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """The data part of a plain buffer's returned storage, shaped like ``like``."""
+    return storage[: like.nbytes].view(like.dtype).reshape(like.shape)
+
+
+def check_plain(storage: np.ndarray, like: np.ndarray) -> str | None:
+    """None if the allocator's bytes around a plain buffer are as they were before the run,
+    else what was overwritten."""
+    rest = storage.size - like.nbytes
+    if storage.dtype != np.uint8 or rest < 0 or rest % 2:
+        return f"came back with {storage.size} bytes for a buffer of {like.nbytes}"
+    before, after = storage[like.nbytes: like.nbytes + rest // 2], storage[like.nbytes
+                                                                             + rest // 2:]
+    changed = np.flatnonzero(before != after)
+    if not changed.size:
+        return None
+    if changed[0] < WORD:
+        return (f"wrote {WORD - int(changed[0])} byte(s) before the start of the buffer "
+                "(into the allocator's header)")
+    return f"wrote up to {int(changed[-1]) - WORD + 1} byte(s) past the end of the buffer"

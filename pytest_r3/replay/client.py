@@ -186,19 +186,21 @@ class ReplayServer:
 
     def _runner(self, variant: str, timeout: float):
         """``run(requests)``: each ``(case, fills, guard_seed)`` run once, in one round trip;
-        the replies ``(data, arrays)`` in order."""
-        def run(requests: list[tuple[Case, dict, int]]) -> list[tuple[dict, dict]]:
+        the replies ``(data, arrays)`` in order. A fourth item, true, runs on buffers laid
+        out as in production instead of guarded ones."""
+        def run(requests: list[tuple]) -> list[tuple[dict, dict]]:
             _, data, arrays = self._ask("run", {"variant": variant, "runs": [
                 {"case": self._index[id(case)], "fills": fills, "guard_seed": seed,
-                 "after": [self._index[id(before)] for before in case.after]}
-                for case, fills, seed in requests]}, timeout)
+                 "after": [self._index[id(before)] for before in case.after],
+                 "plain": bool(plain and plain[0])}
+                for case, fills, seed, *plain in requests]}, timeout)
             returned = data.get("returned")
             if not isinstance(returned, list) or len(returned) != len(requests):
                 raise WorkerDied(Result(protocol.CRASH, diagnostics=[
                     "the worker answered a batch of runs with the wrong number of results"],
                     details={"kind": "protocol"}))
             replies = []
-            for index, (case, _, _) in enumerate(requests):
+            for index, (case, *_) in enumerate(requests):
                 storages = {str(n): arrays.get(f"{index}.{n}") for n in range(len(case.slots))}
                 replies.append(({"returned": returned[index]}, storages))
             return replies
@@ -288,6 +290,7 @@ class ReplayServer:
                               what="the build with patterned uninitialised variables, on ")
             self._ask("drop", {"name": "pattern"}, self.request_timeout)
         if emulated:  # never timed: emulated timings say nothing about a GPU
+            self.judge.verify_production(run, self.settings.production_calls)
             result.diagnostics.append("verified in CUDA emulation on the CPU; not timed: "
                                       "emulated timings say nothing about a GPU")
             self._ask("drop", {"name": name}, self.request_timeout)
@@ -304,6 +307,8 @@ class ReplayServer:
                 f"{self.settings.sanity_bound:g}x: verified again on "
                 f"{len(self.judge.reserve())} more perturbed input sets; review it before "
                 "trusting it")
+        # last: after its timing's launches, many more on buffers as production's
+        self.judge.verify_production(run, self.settings.production_calls)
         self._ask("drop", {"name": name}, self.request_timeout)
         return result
 
@@ -380,8 +385,9 @@ class ReplayServer:
                     case, ({}, storages),
                     guard_seed + 1000 * (int(which[0]) + 1) + indices[position],
                     seeds[parity][position], kind="timed_output",
-                    what="repeated launches on the buffers of the timed runs, on ",
-                    check_return=False)
+                    what="repeated launches on the buffers of the timed runs (laid out as "
+                         "numpy allocates them: the production layout), on ",
+                    check_return=False, plain=True)
         return timing
 
     def ping(self) -> bool:

@@ -50,7 +50,7 @@ class CandidateCompiler:
         self.baseline_ir = self._clang(self.source, {})
         with _llvm_lock:
             module = self._reachable(self.baseline_ir)
-            self.baseline_state = sandbox.writable_globals(module)
+            self.baseline_state = sandbox.BaselineState.of(module)
 
     def _reachable(self, ir: str):
         """The parsed module cut down to what the entry reaches: a candidate is judged on

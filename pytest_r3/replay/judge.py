@@ -22,7 +22,7 @@ import numpy as np
 
 from ..record.store import Recording
 from . import cases as planning
-from .buffers import check_guards, poison_for, split_storage
+from .buffers import check_guards, check_plain, poison_for, split_plain, split_storage
 from .protocol import WRONG_OUTPUT, KernelSpec, Rejected, ReplaySettings
 from .verify import Tolerance, compare, parse_tolerances, perturbed
 
@@ -56,6 +56,9 @@ class Case:
         """Poison seeds for the buffers the kernel only writes; the rest get their input."""
         return {str(n): seeds[n] for n in self.output_only}
 
+
+# A candidate right when judged and wrong on buffers laid out as in production.
+PRODUCTION = "production_layout"
 
 # Workloads timed per candidate at most: each costs its launch time every timing round.
 TIMED_WORKLOADS = 8
@@ -162,10 +165,12 @@ class Judge:
         return run_outputs
 
     # -- judging a candidate ----------------------------------------------------------------
-    def check_run(self, case: Case, reply, guard_seed: int, seeds: dict[int, int],
+    def check_run(self, case: Case, reply, guard_seed: int, seeds: dict[int, int] | None,
                   kind: str = "mismatch", what: str = "",
-                  check_return: bool = True) -> None:
-        """Raise Rejected unless one candidate run on ``case`` matches the reference."""
+                  check_return: bool = True, plain: bool = False) -> None:
+        """Raise Rejected unless one candidate run on ``case`` matches the reference.
+        ``seeds``: the poison of the buffers the kernel only writes (None: they held their
+        recorded values). ``plain``: the run was on buffers laid out as in production."""
         data, arrays = reply
         label = f"{what}{case.label}"
         for number, slot in enumerate(case.slots):
@@ -173,12 +178,14 @@ class Judge:
             if storage is None or storage.dtype != np.uint8:
                 raise Rejected("crash", "protocol", f"the worker returned no buffer "
                                f"'{slot.name}' for {label}")
-            problem = check_guards(storage, slot.values, guard_seed + number)
+            problem = check_plain(storage, slot.values) if plain else \
+                check_guards(storage, slot.values, guard_seed + number)
             if problem:
                 raise Rejected(WRONG_OUTPUT, "out_of_bounds",
                                f"out-of-bounds write on {label}: buffer '{slot.name}' {problem}",
                                buffer=slot.name)
-            actual = split_storage(storage, slot.values)
+            actual = split_plain(storage, slot.values) if plain else \
+                split_storage(storage, slot.values)
             if not slot.written:
                 if not _same_bits(actual, slot.values):
                     raise Rejected(WRONG_OUTPUT, "modified_input",
@@ -190,7 +197,7 @@ class Judge:
             if problem:
                 hint = (" (the buffer was pre-filled with random poison: the candidate must "
                         "write every element the original writes, and no other)"
-                        if number in case.output_only else
+                        if number in case.output_only and seeds is not None else
                         " (it skips work where its outputs already look computed)"
                         if case.after else "")
                 raise Rejected(WRONG_OUTPUT, kind, f"{label}: {problem}{hint}",
@@ -239,11 +246,29 @@ class Judge:
                 self.check_run(case, reply, guard, seeds,
                                "stale_output" if case.after and not kind else named, prefix)
 
-    def _expected(self, case: Case, number: int, seeds: dict[int, int]) -> np.ndarray:
+    def verify_production(self, run, calls: int) -> None:
+        """``calls`` launches in a row on buffers laid out as numpy lays out the user's
+        arrays (fresh ones each launch, filled as recorded, as a test or an application
+        would call the kernel): the many calls of a long-lived process, late in the
+        candidate's life (after its timing), where a guard or a call count cannot tell it
+        that it is judged. Most launches are on the smallest case; every other case that
+        verifies (chains of launches apart) runs once, last."""
+        cases = [case for case in self.verifying() if not case.after]
+        if not cases or calls <= 0:
+            return
+        smallest = min(cases, key=lambda c: c.nbytes)
+        plan = [smallest] * max(0, calls - len(cases)) + cases
+        replies = run([(case, {}, 0, True) for case in plan])
+        for index, (case, reply) in enumerate(zip(plan, replies, strict=True)):
+            self.check_run(case, reply, 0, None, PRODUCTION,
+                           f"buffers laid out as numpy allocates them (production layout), "
+                           f"launch {index + 1} of {len(plan)} in a row, on ", plain=True)
+
+    def _expected(self, case: Case, number: int, seeds: dict[int, int] | None) -> np.ndarray:
         """The reference, with this run's poison where the baseline writes nothing."""
         expected = case.expected[number]
         mask = case.written_mask.get(number)
-        if number not in case.output_only or mask is None:
+        if number not in case.output_only or mask is None or seeds is None:
             return expected
         return np.where(mask, expected, poison_for(case.slots[number].values, seeds[number]))
 

@@ -145,6 +145,7 @@ class ReplaySettings:
     timing_recordings: int = 2         # the largest N recordings are timed
     race_rounds: int = 3               # rounds before a clearly slower candidate may stop
     timed_keys: tuple = ()             # time only these recordings (one bucket's), if any
+    production_calls: int = 64         # launches in a row on production-layout buffers
     seed: int = 0
     # Each layer of the trust model can be tested alone; these exist for that, never for use.
     static_check: bool = True

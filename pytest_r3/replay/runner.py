@@ -22,7 +22,7 @@ from ..model.launch import LaunchConfig
 from ..model.pipeline import Pipeline
 from ..model.signature import Signature, param_from_dict
 from . import protocol
-from .buffers import GuardedBuffer
+from .buffers import GuardedBuffer, PlainBuffer
 from .cases import Slot
 from .protocol import KernelSpec, Rejected, ReplaySettings
 from .timing import interleaved_speedup
@@ -83,12 +83,15 @@ class Runner:
                 for number, slot in enumerate(case["slots"])])
             for index, case in enumerate(layout)]
 
-    def _arguments(self, case: WorkerCase, fills: dict, guard_seed: int):
-        """Launch arguments in parameter order; aliased parameters share one buffer."""
-        buffers = []
+    def _arguments(self, case: WorkerCase, fills: dict, guard_seed: int,
+                   plain: bool = False):
+        """Launch arguments in parameter order; aliased parameters share one buffer.
+        ``plain``: buffers allocated as numpy allocates the user's, with no guards."""
+        buffers: list[GuardedBuffer | PlainBuffer] = []
         by_param = {}
         for number, slot in enumerate(case.slots):
-            buffer = GuardedBuffer(slot.values, guard_seed + number)
+            buffer = PlainBuffer(slot.values) if plain else \
+                GuardedBuffer(slot.values, guard_seed + number)
             buffer.fill(slot.values, fills.get(str(number)))
             buffers.append(buffer)
             for name in slot.params:
@@ -119,19 +122,20 @@ class Runner:
         quick = ReplaySettings.from_dict({**self.settings.__dict__, "warmup_rounds": 0,
                                           "timing_rounds": 1, "min_timing_rounds": 1,
                                           "min_sample_seconds": 0.0})
-        args = [self._arguments(self.cases[0], {}, 0)[0] for _ in range(2)]
+        args = [self._arguments(self.cases[0], {}, 0, plain=True)[0] for _ in range(2)]
         baseline = self.variants["baseline"]
         interleaved_speedup(self.backend, baseline, baseline, args[:1], args[1:],
                             quick).as_dict()
 
     # -- requests -----------------------------------------------------------------------------
     def run(self, variant: str, case_index: int, fills: dict, guard_seed: int,
-            after: list[int] = ()):
-        """One launch on fresh guarded buffers; every buffer comes back whole. With
+            after: list[int] = (), plain: bool = False):
+        """One launch on fresh guarded buffers (``plain``: laid out as in production); every
+        buffer comes back whole. With
         ``after``, those cases run first on the same buffers, each launch refilling only the
         read-only inputs, so what the written buffers hold is kept from launch to launch."""
         chain = [self.cases[index] for index in (*after, case_index)]
-        args, buffers = self._arguments(chain[0], fills, guard_seed)
+        args, buffers = self._arguments(chain[0], fills, guard_seed, plain)
         returned = self._launch(variant, args)
         for case in chain[1:]:
             for buffer, slot in zip(buffers, case.slots, strict=True):
@@ -156,8 +160,11 @@ class Runner:
         sets = {"base": [], "cand": []}
         for offset, which in enumerate(sets):
             for index in case_indices:
+                # as numpy lays out the user's arrays: a candidate timed on buffers it can
+                # tell apart from production's could be fast only when timed
                 sets[which].append(self._arguments(self.cases[index], {},
-                                                   guard_seed + 1000 * (offset + 1) + index))
+                                                   guard_seed + 1000 * (offset + 1) + index,
+                                                   plain=True))
         try:
             timing = interleaved_speedup(
                 self.backend, self.variants[reference], self.variants[variant],
@@ -193,18 +200,42 @@ class Runner:
         arrays["set"] = np.array([0 if last_set is sets["base"] else 1], dtype=np.int64)
         return {"timing": timing.as_dict()}, arrays
 
-    def call(self, layout: dict, arrays: dict[str, np.ndarray]):
+    def call(self, layout: dict, arrays: dict[str, np.ndarray], repeats: int = 1):
         """One launch of the loaded variant on the caller's values (an oracle test's call,
-        forwarded); the written buffers come back."""
-        case = WorkerCase(dict(layout["scalars"]), [
-            Slot(list(slot["params"]), bool(slot["written"]), arrays[str(number)].copy())
-            for number, slot in enumerate(layout["slots"])])
-        by_param = {name: slot.values for slot in case.slots for name in slot.params}
-        args = [by_param[p.name] if p.is_pointer else case.scalars[p.name]
-                for p in self.signature.params]
-        returned = self._launch("baseline", args)
-        return {"returned": _plain(returned)}, {
-            str(number): slot.values for number, slot in enumerate(case.slots) if slot.written}
+        forwarded); the written buffers come back. With ``repeats``, the call is made up to
+        that many times in a row (for about a second at most), each on fresh copies of the
+        caller's values, and on the CPU every repeat must give the first one's outputs
+        bit for bit: a kernel that changes after some calls, with no input changed, keeps
+        state between calls. The last repeat answers."""
+        deadline = 0.0
+        first = last = None
+        for attempt in range(max(1, repeats)):
+            case = WorkerCase(dict(layout["scalars"]), [
+                Slot(list(slot["params"]), bool(slot["written"]), arrays[str(number)].copy())
+                for number, slot in enumerate(layout["slots"])])
+            by_param = {name: slot.values for slot in case.slots for name in slot.params}
+            args = [by_param[p.name] if p.is_pointer else case.scalars[p.name]
+                    for p in self.signature.params]
+            returned = _plain(self._launch("baseline", args))
+            written = {str(number): slot.values for number, slot in enumerate(case.slots)
+                       if slot.written}
+            last = (returned, written)
+            if first is None:
+                first, deadline = last, time.perf_counter() + 1.0
+            elif self.spec.backend == "cpu" and not _same_outputs(first, last):
+                raise Rejected(protocol.WRONG_OUTPUT, "hidden_state",
+                               f"call {attempt + 1} in a row on the same inputs gave other "
+                               "outputs than the first: the kernel keeps state between calls")
+            if time.perf_counter() > deadline:
+                break
+        return {"returned": last[0]}, last[1]
+
+
+def _same_outputs(one: tuple, other: tuple) -> bool:
+    """The same return value and written buffers, bit for bit (NaN payloads included)."""
+    if repr(one[0]) != repr(other[0]):
+        return False
+    return all(one[1][key].tobytes() == other[1][key].tobytes() for key in one[1])
 
 
 def _plain(value: object) -> object:

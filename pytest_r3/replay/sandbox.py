@@ -3,8 +3,8 @@
 Candidate code (an LLM's rewrite, say) is untrusted. A kernel may call a fixed set of LLVM
 intrinsics (math, bit, vector, memory and hint ones; NVVM thread-index, barrier, shuffle,
 vote, fence, atomic and math ones for CUDA), libm, CUDA's libdevice (``__nv_*``, CUDA only)
-and the C memory primitives LLVM itself emits. Everything else is a violation and the
-candidate never runs:
+and the C memory primitives LLVM itself emits (copies and fills, which keep no state).
+Everything else is a violation and the candidate never runs:
 
 * a call to, or any other reference to, an external function outside the allowlist (taking
   ``&system`` and reaching it through ``__builtin_longjmp`` or a stored pointer is as bad
@@ -16,6 +16,9 @@ candidate never runs:
 * writable module-level state (C ``static``/global variables, ``thread_local``, CUDA
   ``__device__`` variables) that the baseline kernel does not itself have: a counter kept
   between calls makes a candidate behave differently on the N-th call;
+* functions that keep state between calls (``malloc``/``free``, whose freed chunk comes
+  back on the next call; ``__errno_location``) unless the baseline calls them too: only
+  stateless functions (libm, ``memcpy``/``memmove``/``memset``) are allowed by themselves;
 * external variables (``environ``, ``stdout``), except a GPU kernel's dynamic shared memory;
 * explicit sections and static constructors/destructors.
 
@@ -41,8 +44,14 @@ _LIBM = {
 }
 ALLOWED_SYMBOLS = frozenset(
     {name + suffix for name in _LIBM for suffix in ("", "f", "l")}
-    | {"memcpy", "memmove", "memset", "malloc", "calloc", "free", "aligned_alloc",
-       "posix_memalign", "abs", "labs", "llabs", "__errno_location"}
+    | {"memcpy", "memmove", "memset", "abs", "labs", "llabs"}
+)
+# Functions that keep state from one call to the next: a counter fits in a freed heap chunk
+# (malloc hands the same chunk back) or in errno's unused bits. A candidate may use one only
+# where its baseline does (then, like the baseline's globals, only the dynamic checks guard it).
+STATEFUL_SYMBOLS = frozenset(
+    {"malloc", "calloc", "realloc", "free", "aligned_alloc", "posix_memalign", "memalign",
+     "valloc", "pvalloc", "reallocarray", "__errno_location"}
 )
 
 #: Violation kinds, one per class of problem (``Violation.kind``).
@@ -53,6 +62,7 @@ KINDS = (
     "inline_asm",           # inline or module-level assembly
     "indirect_call",        # call through a computed address, computed goto, ifunc
     "mutable_state",        # writable global/static/thread_local the baseline lacks
+    "stateful_symbol",      # malloc/free, errno...: state between calls the baseline lacks
     "external_variable",    # reference to a variable defined elsewhere (environ...)
     "section",              # explicit section on a function or variable
     "static_constructor",   # code run at load or unload (constructor/destructor)
@@ -233,20 +243,42 @@ def writable_globals(module) -> frozenset[tuple[str, str]]:
         if not v.is_declaration and not v.name.startswith("llvm.") and _is_writable(v, triple))
 
 
-def _baseline_summary(baseline) -> frozenset[tuple[str, str]]:
+def stateful_symbols(module) -> frozenset[str]:
+    """The functions of :data:`STATEFUL_SYMBOLS` a module refers to."""
+    return frozenset(_plain(f.name) for f in module.functions
+                     if f.is_declaration) & STATEFUL_SYMBOLS
+
+
+@dataclass(frozen=True)
+class BaselineState:
+    """What state a baseline keeps between calls, which its candidates may keep too: its
+    writable globals (name, value type) and the stateful functions it calls."""
+
+    globals: frozenset[tuple[str, str]] = frozenset()
+    symbols: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, module) -> BaselineState:
+        return cls(writable_globals(module), stateful_symbols(module))
+
+
+def _baseline_summary(baseline) -> BaselineState:
     if baseline is None:
-        return frozenset()
+        return BaselineState()
+    if isinstance(baseline, BaselineState):
+        return baseline
     if hasattr(baseline, "global_variables"):
-        return writable_globals(baseline)
-    return frozenset((str(n), str(t)) for n, t in baseline)
+        return BaselineState.of(baseline)
+    return BaselineState(frozenset((str(n), str(t)) for n, t in baseline))
 
 
 def check_module(module, baseline=None, runtime_functions=frozenset(),
                  memory_sections=frozenset()) -> list[Violation]:
     """Every use of something outside the allowlist in an llvmlite module.
 
-    ``baseline`` (the original kernel's llvmlite module, or :func:`writable_globals` of it)
-    lets a candidate keep the writable globals the baseline already has, same name and type.
+    ``baseline`` (the original kernel's llvmlite module, its :class:`BaselineState`, or
+    :func:`writable_globals` of it) lets a candidate keep the writable globals the baseline
+    already has, same name and type, and call the stateful functions it calls.
     ``runtime_functions`` and ``memory_sections`` come from the backend (its
     ``sandbox_functions`` and ``sandbox_sections``): the services of a runtime it links in
     itself, and sections of per-block memory it resets before every launch (CUDA
@@ -254,7 +286,9 @@ def check_module(module, baseline=None, runtime_functions=frozenset(),
     """
     triple = module.triple or ""
     text = str(module)
-    allowed_state = _baseline_summary(baseline)
+    summary = _baseline_summary(baseline)
+    allowed_state = summary.globals
+    runtime_functions = frozenset(runtime_functions) | summary.symbols
     functions = list(module.functions)
     variables = list(module.global_variables)
     defined = {f.name for f in functions if not f.is_declaration}
@@ -316,6 +350,8 @@ def check_module(module, baseline=None, runtime_functions=frozenset(),
                 if not intrinsic_allowed(name, triple):
                     add(Violation(name, owner, f"LLVM intrinsic '{name}' ({_why_denied(name)})"
                                   + where, "forbidden_intrinsic"))
+            elif _plain(name) in STATEFUL_SYMBOLS and _plain(name) not in runtime_functions:
+                add(_stateful(_plain(name), owner, "reference to", where))
             elif not _allowed_function(_plain(name), triple, runtime_functions):
                 add(Violation(_plain(name), owner, f"reference to external function "
                               f"'{_plain(name)}' (its address is taken)" + where,
@@ -387,10 +423,21 @@ def _check_body(function, triple: str, defined: set[str], add,
                 add(Violation(name, function.name,
                               f"call to LLVM intrinsic '{name}' ({_why_denied(name)})",
                               "forbidden_intrinsic"))
+        elif _plain(name) in STATEFUL_SYMBOLS and _plain(name) not in runtime_functions:
+            add(_stateful(_plain(name), function.name, "call to"))
         elif not _allowed_function(_plain(name), triple, runtime_functions):
             add(Violation(_plain(name), function.name,
                           f"call to external function '{_plain(name)}'", "forbidden_symbol"))
     return called
+
+
+def _stateful(name: str, owner: str, what: str, where: str = "") -> Violation:
+    why = ("errno outlives the call, so its bits can carry a count from one call to the next"
+           if name == "__errno_location" else
+           "heap memory outlives the call: a freed chunk comes back on the next call with "
+           "what was left in it")
+    return Violation(name, owner, f"{what} stateful function '{name}' ({why}; the baseline "
+                     "does not use it)" + where, "stateful_symbol")
 
 
 def _is_stacksave(instruction) -> bool:
@@ -441,6 +488,9 @@ _ADVICE = {
                       "and ifuncs are not allowed."),
     "mutable_state": ("Keep state in the arguments; static or global variables that change "
                       "between calls are not allowed (make read-only tables `const`)."),
+    "stateful_symbol": ("Kernels keep no state between calls: use a local array (on the "
+                        "stack) for scratch space instead of malloc/free, and do not touch "
+                        "errno."),
     "external_variable": ("Use only the kernel's arguments: external variables such as "
                           "environ or stdout are not allowed."),
     "section": "Remove __attribute__((section(...))).",
@@ -454,12 +504,12 @@ def advice(violations: list[Violation]) -> str:
     described = list(dict.fromkeys(v.describe() for v in violations))
     kinds = list(dict.fromkeys(v.kind for v in violations))
     names = sorted({v.symbol for v in violations
-                    if v.kind in ("forbidden_symbol", "symbol_reference")})
+                    if v.kind in ("forbidden_symbol", "symbol_reference", "stateful_symbol")})
     remove = f"; remove {', '.join(names)} and compute the result in the kernel itself" \
         if names else ""
     parts = [f"forbidden: {'; '.join(described)}.",
              "Kernels may only call LLVM intrinsics, libm math functions (sqrtf, expf, fmaf, "
-             f"...) and memcpy/memset/malloc/free{remove}."]
+             f"...) and memcpy/memmove/memset{remove}."]
     if "symbol_reference" in kinds:
         parts.append("Do not take the address of library functions.")
     parts += [_ADVICE[kind] for kind in kinds if kind in _ADVICE]

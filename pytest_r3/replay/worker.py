@@ -68,7 +68,8 @@ class Worker:
         for index, run in enumerate(data["runs"]):
             reply, storages = self.runner.run(data["variant"], int(run["case"]), run["fills"],
                                               int(run["guard_seed"]),
-                                              [int(c) for c in run.get("after", ())])
+                                              [int(c) for c in run.get("after", ())],
+                                              bool(run.get("plain", False)))
             returned.append(reply["returned"])
             buffers.update({f"{index}.{number}": s for number, s in storages.items()})
         self.send("outputs", {"returned": returned}, buffers)
@@ -84,7 +85,7 @@ class Worker:
         self.send("timed", reply, buffers)
 
     def on_call(self, data: dict, arrays: dict) -> None:
-        reply, buffers = self.runner.call(data["layout"], arrays)
+        reply, buffers = self.runner.call(data["layout"], arrays, int(data.get("repeats", 1)))
         self.send("outputs", reply, buffers)
 
     def on_drop(self, data: dict, arrays: dict) -> None:

@@ -1,0 +1,179 @@
+"""What a harness indistinguishable from production costs: this checkout vs another.
+
+Timing on buffers laid out as numpy allocates them, the late pass of ``production_calls``
+launches in a row after timing, and the oracle re-run's first-call burst all add work to
+every evaluation. This script measures, in one run, interleaved (before, now, before,
+now...) so that a busy machine slows both alike:
+
+1. **per-candidate evaluation time**: the example project is recorded once (``pytest
+   --r3-record``, oracle tests and workloads); then, in a fresh process per checkout and
+   round, a replay server (default ReplaySettings, as tuning uses) per example kernel
+   evaluates ``--candidates`` non-default tunable settings twice: unraced (a finalist:
+   every check, full timing, the late pass) and raced against a best-so-far of 1.5x (as
+   the search evaluates most candidates). Median wall seconds per evaluation.
+2. **a full ``pytest --r3-tune``** of the example project (``bench_tune_walltime.tune``: a
+   fresh copy of each checkout's example project, same budget, seed and workers), wall and
+   CPU time.
+
+Ratios are now / before (1.10x = 10% more time). The other checkout runs with this
+interpreter and ``PYTHONPATH`` pointing at it, as ``bench_tune_walltime.py`` does.
+
+Run from the repository root::
+
+    python benchmarks/bench_harness_cost.py --before /work/main [--candidates 4]
+        [--repeats 2] [--budget 30] [--skip-tune]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_tune_walltime import tune  # noqa: E402
+
+KERNELS = ("scaled_add", "matmul", "jacobi2d")
+
+# Run in a fresh interpreter with PYTHONPATH at one checkout: the evaluations of one round.
+DRIVER = r"""
+import json, statistics, sys, time
+from pathlib import Path
+import exampleproj  # noqa: F401  (declares the kernels)
+from pytest_r3.kernel import declaration
+from pytest_r3.record.store import RecordingStore
+from pytest_r3.replay import Candidate, ReplayServer, ReplaySettings
+from pytest_r3.replay.manual import load_spec
+
+r3_dir, count, kernels = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3].split(",")
+figures = {}
+for name in kernels:
+    kernel = declaration.lookup(name)
+    valid = [v for v in kernel.space.iter_valid() if v != kernel.space.default]
+    step = max(1, len(valid) // count)
+    variants = [{k: v for k, v in values.items() if v != kernel.space.default[k]}
+                for values in valid[step // 2::step][:count]]
+    store = RecordingStore(r3_dir / "recordings")
+    server = ReplayServer(load_spec(r3_dir, name), store.root, store.keys(name),
+                          ReplaySettings()).start()
+    try:
+        server.evaluate(Candidate(label="warm-up"))
+        walls = {"unraced": [], "raced": []}
+        for macros in variants:
+            for kind, race in (("unraced", None), ("raced", 1.5)):
+                started = time.perf_counter()
+                result = server.evaluate(Candidate(macros=macros, race_against=race))
+                walls[kind].append(time.perf_counter() - started)
+                assert result.status == "ok", result.summary()
+    finally:
+        server.close()
+    figures[name] = {kind: statistics.median(values) for kind, values in walls.items()}
+print(json.dumps(figures))
+"""
+
+
+def environment(checkout: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "R3_"))}
+    env["PYTHONPATH"] = os.pathsep.join([str(checkout), str(checkout / "example_project")])
+    return env
+
+
+def record(r3_dir: Path) -> None:
+    command = [sys.executable, "-m", "pytest", str(ROOT / "example_project"), "--r3-record",
+               "-o", f"r3_dir={r3_dir}", "-q", "-p", "no:cacheprovider", "-k",
+               " or ".join(KERNELS) + " or benchmark"]
+    result = subprocess.run(command, capture_output=True, text=True, env=environment(ROOT),
+                            cwd=ROOT / "example_project")
+    if result.returncode != 0:
+        sys.exit(f"recording failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+
+
+def evaluations(checkout: Path, r3_dir: Path, count: int, workdir: Path) -> dict:
+    result = subprocess.run([sys.executable, "-c", DRIVER, str(r3_dir), str(count),
+                             ",".join(KERNELS)], capture_output=True, text=True,
+                            env=environment(checkout), cwd=workdir)
+    if result.returncode != 0:
+        sys.exit(f"evaluations with {checkout} failed:\n{result.stderr[-3000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def commit(path: Path) -> str:
+    found = subprocess.run(["git", "-C", str(path), "log", "-1", "--format=%h"],
+                           capture_output=True, text=True)
+    return found.stdout.strip() or "?"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--before", type=Path, required=True,
+                        help="another checkout of pytest-r3 (its root folder)")
+    parser.add_argument("--candidates", type=int, default=4,
+                        help="tunable settings evaluated per kernel and round (default 4)")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--budget", type=int, default=30,
+                        help="evaluations per kernel of the full --r3-tune (default 30)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=0)
+    parser.add_argument("--skip-tune", action="store_true", help="per-candidate figures only")
+    args = parser.parse_args()
+    before = args.before.resolve()
+    if not (before / "pytest_r3").is_dir():
+        sys.exit(f"--before {before}: not a pytest-r3 checkout")
+    checkouts = {"before": before, "now": ROOT}
+    print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} "
+          f"CPU(s); before = {before} ({commit(before)}), now = {ROOT} ({commit(ROOT)}); "
+          f"{args.candidates} candidate(s) per kernel, {args.repeats} round(s), tune budget "
+          f"{args.budget}, seed {args.seed}", flush=True)
+    per_candidate: dict[str, list[dict]] = {label: [] for label in checkouts}
+    tunes: dict[str, list[dict]] = {label: [] for label in checkouts}
+    with tempfile.TemporaryDirectory(prefix="r3-bench-harness-") as temporary:
+        r3_dir = Path(temporary) / "r3"
+        record(r3_dir)
+        for round_number in range(args.repeats):
+            for label, checkout in checkouts.items():  # interleaved: drift hits both alike
+                figures = evaluations(checkout, r3_dir, args.candidates, Path(temporary))
+                per_candidate[label].append(figures)
+                print(f"  [{round_number + 1}/{args.repeats}] evaluations, {label}: " + ", ".join(
+                    f"{k} {v['unraced']:.2f}/{v['raced']:.2f} s" for k, v in figures.items()),
+                    flush=True)
+            for label, checkout in checkouts.items():
+                if args.skip_tune:
+                    break
+                workdir = Path(temporary) / f"tune-{label}"
+                workdir.mkdir(exist_ok=True)
+                figure = tune(checkout, workdir, args, [])
+                tunes[label].append(figure)
+                print(f"  [{round_number + 1}/{args.repeats}] --r3-tune, {label}: "
+                      f"{figure['wall']:.1f} s ({figure['cpu']:.1f} s CPU), " + ", ".join(
+                          f"{k} x{v:.2f}" for k, v in figure["speedups"].items()), flush=True)
+
+    print("\nper-candidate evaluation, median seconds over rounds (unraced / raced) and "
+          "now/before")
+    for kind in ("unraced", "raced"):
+        for kernel in KERNELS:
+            old = statistics.median(f[kernel][kind] for f in per_candidate["before"])
+            new = statistics.median(f[kernel][kind] for f in per_candidate["now"])
+            print(f"  {kind:<8} {kernel:<11} before {old:7.3f} s   now {new:7.3f} s   "
+                  f"{new / old:5.2f}x")
+        old = statistics.median(sum(f[k][kind] for k in KERNELS) for f in per_candidate["before"])
+        new = statistics.median(sum(f[k][kind] for k in KERNELS) for f in per_candidate["now"])
+        print(f"  {kind:<8} {'all three':<11} before {old:7.3f} s   now {new:7.3f} s   "
+              f"{new / old:5.2f}x")
+    if not args.skip_tune:
+        print("\nfull pytest --r3-tune of the example project, median over rounds")
+        for what in ("wall", "cpu"):
+            old = statistics.median(f[what] for f in tunes["before"])
+            new = statistics.median(f[what] for f in tunes["now"])
+            print(f"  {what:<5} before {old:7.1f} s   now {new:7.1f} s   {new / old:5.2f}x")
+
+
+if __name__ == "__main__":
+    main()
