@@ -253,9 +253,10 @@ def test_update_refuses_to_overwrite_a_corrupt_lock(tmp_path):
     path = tmp_path / "r3.lock"
     conflict = '{\n<<<<<<< HEAD\n  "version": 1\n=======\n>>>>>>> other\n}\n'
     path.write_text(conflict)
-    with pytest.raises(CorruptStateError, match="not valid JSON") as info:
+    with pytest.raises(CorruptStateError, match="merge-conflict markers") as info:
         update_entry(path, "k", "cpu-x", entry())
-    assert str(path) in str(info.value) and "merge conflict" in str(info.value)
+    assert str(path) in str(info.value) and "line 2" in str(info.value)
+    assert "resolve the conflict" in str(info.value)
     assert path.read_text() == conflict
 
 
@@ -309,6 +310,8 @@ def test_a_valid_lock_is_used(app):
      "'macros' must be an object"),
     (lambda lock: json.dumps({**lock, "kernels": {"state_bump": ["x"]}}),
      "must be an object of targets"),
+    (lambda lock: "<<<<<<< HEAD\n" + json.dumps(lock) + "\n=======\n{}\n>>>>>>> other\n",
+     "has merge-conflict markers (line 1: <<<<<<<)"),
 ])
 def test_a_corrupt_lock_gives_one_warning_and_the_baseline(app, damage, problem):
     (app / "r3.lock").write_text(damage(good_lock(app)))

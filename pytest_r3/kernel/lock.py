@@ -49,6 +49,9 @@ LOCK_ENV = "PYTEST_R3_LOCK"
 VERSION = 1
 LOCK_HINT = "r3.lock is kept with the project: make its folder writable"
 FIX = "restore it from version control (a merge conflict?) or delete it and tune again"
+CONFLICT_FIX = ("resolve the conflict: keep one side of each conflicting entry (or delete the "
+                "file and tune again), then remove the markers")
+_CONFLICT = re.compile(r"^(<{7}|={7}|>{7}|\|{7})(?: |$)", re.MULTILINE)
 log = logging.getLogger("pytest_r3")
 
 
@@ -197,6 +200,16 @@ def entry_shape_problem(entry: object) -> str | None:
     return None
 
 
+def conflict_problem(text: str) -> str | None:
+    """Where a lock holds merge-conflict markers (a merge of two branches that both tuned),
+    or None: said as such rather than as a JSON error at some column."""
+    found = _CONFLICT.search(text)
+    if found is None:
+        return None
+    line = text.count("\n", 0, found.start()) + 1
+    return f"has merge-conflict markers (line {line}: {found.group(1)})"
+
+
 # -- the file --------------------------------------------------------------------------------
 
 class LockFile:
@@ -216,6 +229,7 @@ class LockFile:
         CorruptStateWarning and an empty lock instead: every kernel runs its baseline.
         """
         path = Path(path)
+        fix = FIX
         try:
             text = path.read_text()
         except FileNotFoundError:
@@ -223,20 +237,24 @@ class LockFile:
         except (OSError, UnicodeDecodeError) as exc:
             problem = f"cannot be read ({exc.strerror if isinstance(exc, OSError) else exc})"
         else:
-            try:
-                data = json.loads(text)
-            except ValueError as exc:
-                problem = f"is not valid JSON ({exc})"
+            problem = conflict_problem(text)
+            if problem is not None:
+                fix = CONFLICT_FIX
             else:
-                problem = lock_problem(data)
-                if problem is None:
-                    return cls(path, data)
-                problem = f"is not a pytest-r3 lock file: {problem}"
+                try:
+                    data = json.loads(text)
+                except ValueError as exc:
+                    problem = f"is not valid JSON ({exc})"
+                else:
+                    problem = lock_problem(data)
+                    if problem is None:
+                        return cls(path, data)
+                    problem = f"is not a pytest-r3 lock file: {problem}"
         if strict:
-            raise CorruptStateError(path, problem, FIX)
+            raise CorruptStateError(path, problem, fix)
         warnings.warn(CorruptStateWarning(
             f"pytest-r3: ignoring {path}: it {problem}; every kernel runs its baseline "
-            f"until it is fixed ({FIX})"), stacklevel=2)
+            f"until it is fixed ({fix})"), stacklevel=2)
         return cls(path, problem=problem)
 
     def entry(self, kernel: str, target: str, bucket: str | None = None,

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from .. import settings as options
-from ..errors import R3Error
+from ..errors import CorruptStateError, R3Error, StateLockTimeout, StateWriteError
 from ..kernel import declaration
 from ..kernel.lock import LOCK_NAME, LockFile
 from ..reports import KernelReport, write_reports
@@ -45,6 +45,10 @@ class TunePlugin:
         wanted = str(options.value(config, "r3_kernels"))
         self.selected = {n.strip() for n in wanted.split(",") if n.strip()}
         self.settings = tuning_settings(config)  # bad settings stop pytest before any test
+        try:  # a lock that could not be merged into (conflict markers...) stops it too
+            LockFile.load(self.lock_path, strict=True)
+        except R3Error as exc:
+            raise pytest.UsageError(f"pytest-r3: {exc}") from None
         if mode == "tune" and self.settings.llm is not None:
             from ..llm.client import LLMSetupError
 
@@ -74,10 +78,13 @@ class TunePlugin:
             self._check_selection(set(self.recorder.declared))
             if self.usage_error:
                 return result
-        if self.mode == "tune":
-            self._tune_all(session)
-        else:
-            self._check_all(session)
+        try:
+            if self.mode == "tune":
+                self._tune_all(session)
+            else:
+                self._check_all(session)
+        except (CorruptStateError, StateWriteError, StateLockTimeout) as exc:
+            raise pytest.UsageError(f"pytest-r3: {exc}") from None  # e.g. edited meanwhile
         return result
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
