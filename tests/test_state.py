@@ -28,7 +28,7 @@ from pytest_r3.errors import (
 )
 from pytest_r3.kernel import lock as lockmod
 from pytest_r3.kernel.lock import LockFile, merge_entry, source_fingerprint, update_entry
-from pytest_r3.outputs import file_lock, write_json_atomic, write_text_atomic
+from pytest_r3.outputs import append_line, file_lock, write_json_atomic, write_text_atomic
 from pytest_r3.record.store import RecordingStore, capture
 
 SPAWN = multiprocessing.get_context("spawn")
@@ -82,13 +82,45 @@ def test_a_new_file_gets_the_umask_default(tmp_path):
     assert not list(path.parent.glob(".*"))  # no temporary, no lock file left
 
 
-def test_rewriting_through_a_symlink_keeps_the_link(tmp_path):
-    real = tmp_path / "real.lock"
-    real.write_text("{}")
-    link = tmp_path / "r3.lock"
-    link.symlink_to(real)
-    write_text_atomic(link, "new\n")
-    assert link.is_symlink() and real.read_text() == "new\n"
+@pytest.mark.parametrize("write", [
+    lambda path: write_text_atomic(path, "new\n"),
+    lambda path: LockFile(path).save(),
+    lambda path: update_entry(path, "k", "cpu-x", entry()),
+    lambda path: append_line(path, "new"),
+], ids=["atomic", "lock-save", "lock-update", "append"])
+def test_a_state_file_planted_as_a_symlink_is_refused_not_written_through(tmp_path, write):
+    outside = tmp_path / "outside.json"  # e.g. a user's file, from a committed r3.lock link
+    precious = '{"kernels": {}, "version": 1}\n'
+    outside.write_text(precious)
+    project = tmp_path / "project"
+    project.mkdir()
+    link = project / "r3.lock"
+    link.symlink_to(outside)
+    with pytest.raises(StateWriteError, match="is a symbolic link.*never writes through") as info:
+        write(link)
+    assert str(link) in str(info.value) and "\n" not in str(info.value)
+    assert outside.read_text() == precious and link.is_symlink()
+    assert sorted(p.name for p in project.iterdir()) == ["r3.lock"]  # no temporary left
+
+
+def test_a_state_folder_planted_as_a_symlink_is_refused_below_the_root(tmp_path):
+    from pytest_r3.llm.patch import write_patch
+
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    project = tmp_path / "project"
+    (project / ".r3").mkdir(parents=True)
+    (project / ".r3" / "patches").symlink_to(outside)
+    source = project / "k.c"
+    source.write_text("int k(void) { return 1; }\n")
+    with pytest.raises(StateWriteError, match=r"\.r3/patches is a symbolic link"):
+        write_patch(project / ".r3" / "patches", "k", source, project, "int k(void);\n")
+    (project / ".r3" / "patches").unlink()
+    (project / ".r3").rmdir()
+    (project / ".r3").symlink_to(outside)
+    with pytest.raises(StateWriteError, match=r"\.r3 is a symbolic link"):
+        write_text_atomic(project / ".r3" / "report.md", "report\n", root=project)
+    assert list(outside.iterdir()) == []
 
 
 # -- the file lock -----------------------------------------------------------------------------
