@@ -333,6 +333,45 @@ def test_hostile_candidate_gets_its_verdict(lab, case):
         assert not lab.target(case).exists(), f"{case.id} wrote {lab.target(case)}"
 
 
+# -- containment of the worker's own output and time -----------------------------------
+
+
+def _contained_server(lab: Lab, kernel: str, **changes) -> ReplayServer:
+    """A fresh server of ``kernel`` with the static check off (the OS layer alone)."""
+    base = lab.base(kernel)
+    settings = ReplaySettings(**{**dataclasses.asdict(FAST), "static_check": False, **changes})
+    return ReplayServer(base.spec, base.store.root, base.keys, settings,
+                        address_space=ADDRESS_SPACE, request_timeout=REQUEST_TIMEOUT,
+                        log_path=lab.root / "logs" / f"{kernel}-{len(lab.servers)}.log")
+
+
+def test_a_worker_can_neither_rewrite_nor_flood_its_log(lab):
+    """os_log_rewrite.c clears O_APPEND on its stderr, overwrites the log's first line with
+    a forged containment report and writes 64 MiB: the log is written by the parent only
+    (the worker's output reaches it through a pipe, prefixed and capped)."""
+    (lab.root / "logs").mkdir(exist_ok=True)
+    server = _contained_server(lab, S, run_timeout=10.0)
+    lab.servers["log", True] = server.start()
+    genuine = server.containment
+    result = server.evaluate(Candidate(source_text=lab.source(Case("os_log_rewrite", S, ())),
+                                       label="os_log_rewrite"))
+    lab.worker_pids.add(server.pid)
+    log = Path(server.log_path)
+    assert log.stat().st_size < 2 << 20, f"{log.stat().st_size} bytes of log"
+    lines = log.read_text().splitlines()
+    parent = [line for line in lines if not re.match(r"worker \d+\| ", line)]
+    assert re.fullmatch(rf"pytest-r3 replay server: worker \d+ sealed, {re.escape(genuine)}",
+                        parent[0]), parent[0][:200]
+    assert all(line.startswith("pytest-r3 replay server: ") for line in parent), parent[:3]
+    forged = [line for line in lines if "no_new_privs, seccomp allowlist" in line
+              and "sealed" in line and not line.endswith(genuine)]
+    assert forged and all(re.match(r"worker \d+\| ", line) for line in forged), forged[:2]
+    assert any("worker output beyond" in line for line in parent)
+    assert result.status in ("ok", "timeout"), result.summary()
+    limits = Path(f"/proc/{server.pid}/limits").read_text()
+    assert re.search(r"Max file size\s+1048576\s+1048576", limits), limits
+
+
 # -- what the suite leaves behind (these run last, in file order) -----------------------
 
 

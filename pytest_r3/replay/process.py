@@ -8,11 +8,13 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from multiprocessing.connection import Connection
 from pathlib import Path
 
 from . import containment, protocol
 from .protocol import Rejected, ReplaySettings, Result
+from .worker_log import WorkerLog
 
 DEFAULT_ADDRESS_SPACE = 8 * 1024**3
 # Workers die with the thread that started them (PR_SET_PDEATHSIG): start them all from one
@@ -45,8 +47,10 @@ class WorkerProcess:
         self.settings = settings
         self.address_space = address_space
         self.log_path = log_path
+        self.log = WorkerLog(log_path) if log_path else None
         self.gpu = gpu  # the worker then keeps its GPU device files writable
         self._process: subprocess.Popen | None = None
+        self._output: threading.Thread | None = None  # copies the worker's output to the log
         self._writer: Connection | None = None
         self._reader: Connection | None = None
 
@@ -61,20 +65,28 @@ class WorkerProcess:
     def spawn(self) -> None:
         parent_read, child_write = os.pipe()
         child_read, parent_write = os.pipe()
-        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
+        # the worker's output goes to a pipe this process copies into the log (worker_log)
+        output_read, output = os.pipe() if self.log else (None, subprocess.DEVNULL)
         try:
             self._process = _spawner.submit(
                 subprocess.Popen,
                 [sys.executable, "-m", "pytest_r3.replay.worker", str(child_read),
                  str(child_write), str(self.address_space), "gpu" if self.gpu else "cpu"],
                 pass_fds=(child_read, child_write), env={**os.environ, **_WORKER_ENV},
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                stdin=subprocess.DEVNULL, stdout=output, stderr=output,
+                start_new_session=True,
             ).result()
+        except BaseException:
+            if output_read is not None:
+                os.close(output_read)
+            raise
         finally:
             os.close(child_read)
             os.close(child_write)
-            if log is not subprocess.DEVNULL:
-                log.close()
+            if output_read is not None:
+                os.close(output)
+        if self.log is not None and output_read is not None:
+            self._output = self.log.follow(output_read, self._process.pid)
         self._reader = Connection(parent_read, writable=False)
         self._writer = Connection(parent_write, readable=False)
 
@@ -115,6 +127,8 @@ class WorkerProcess:
             raise WorkerDied(Result(protocol.CRASH, diagnostics=[
                 f"the worker answered {answer!r} to {event!r}; it was killed"],
                 details={"kind": "protocol"}))
+        if event == "seal":  # said before any candidate ran in it: the log's account
+            self.note(f"worker {self.pid} sealed, {reply.get('containment')}")
         return answer, reply, returned
 
     def _death(self) -> Result:
@@ -128,9 +142,8 @@ class WorkerProcess:
 
     def note(self, text: str) -> None:
         """A line in the worker log from the parent's side (why a worker was replaced)."""
-        if self.log_path:
-            with open(self.log_path, "a") as log:
-                log.write(f"pytest-r3 replay server: {text}\n")
+        if self.log is not None:
+            self.log.note(text)
 
     def close(self) -> None:
         """Ask the worker to stop, then make sure it has."""
@@ -152,6 +165,9 @@ class WorkerProcess:
                 self._process.kill()
         if self._process is not None:
             self._process.wait()
+        if self._output is not None:  # its last words before the parent's next note
+            self._output.join(timeout=5)
+            self._output = None
         for connection in (self._reader, self._writer):
             if connection is not None:
                 connection.close()
