@@ -97,6 +97,7 @@ CASES = [
     Case("frame_address", S, _v(VIOLATION, "forbidden_intrinsic")),
     Case("return_address", S, _v(VIOLATION, "forbidden_intrinsic")),
     Case("call_counter", S, _v(VIOLATION, "mutable_state")),
+    Case("ignore_alarm", S, _v(VIOLATION, "forbidden_symbol")),
     Case("include_hostname", S, _v("compile_error", "forbidden_include")),
     Case("include_environ", S, _v("compile_error", "forbidden_include")),
     Case("include_dotdot", S, _v("compile_error", "forbidden_include")),
@@ -370,6 +371,26 @@ def test_a_worker_can_neither_rewrite_nor_flood_its_log(lab):
     assert result.status in ("ok", "timeout"), result.summary()
     limits = Path(f"/proc/{server.pid}/limits").read_text()
     assert re.search(r"Max file size\s+1048576\s+1048576", limits), limits
+
+
+def test_a_candidate_that_disarms_its_timer_costs_the_run_limit_not_the_request_timeout(lab):
+    """ignore_alarm.c ignores SIGALRM and disarms the worker's timer, then loops (the static
+    check refuses both calls; with it off, the parent's own limit must end the hang): the
+    verdict is a timeout after about the run limit, far from the request timeout."""
+    server = _contained_server(lab, S)
+    server.request_timeout = 120.0
+    lab.servers["alarm", True] = server.start()
+    started = time.perf_counter()
+    result = server.evaluate(Candidate(source_text=lab.source(Case("ignore_alarm", S, ())),
+                                       label="ignore_alarm"))
+    elapsed = time.perf_counter() - started
+    lab.worker_pids.add(server.pid)
+    assert (result.status, result.details.get("kind")) == ("timeout", "timeout"), \
+        result.summary()
+    assert re.search(CLASS_WORDS["timeout"], result.diagnostics[0])
+    assert "run limit of 0.5 s" in result.diagnostics[0], result.diagnostics[0]
+    assert elapsed < 15, f"the hang cost {elapsed:.1f} s against a run limit of 0.5 s"
+    assert server.evaluate(Candidate(label="baseline")).status == "ok"
 
 
 # -- what the suite leaves behind (these run last, in file order) -----------------------
