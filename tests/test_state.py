@@ -369,6 +369,32 @@ def test_locked_variant_of_a_corrupt_lock_in_process(app, monkeypatch):
         LockFile.load(app / "r3.lock")
 
 
+@pytest.mark.parametrize("pipeline, environment, problem", [
+    ({"unroll_count": 100000, "vector_width": 1024, "interleave_count": 1024}, {},
+     "pipeline unroll_count=100000 is outside what tuning explores"),
+    ({"unroll_count": 8, "vector_width": 8}, {"PYTEST_R3_LOCKED_BUILD_TIMEOUT": "0.001"},
+     "did not compile within 0.001 s"),
+], ids=["out-of-bounds", "time-limit"])
+def test_a_locked_variant_that_would_hang_the_application_falls_back_to_the_baseline(
+        app, pipeline, environment, problem):
+    """An entry that matches the source but asks LLVM for absurd loop hints hung the first
+    call for minutes: it is refused by its bounds when loaded, and a locked variant that
+    does not compile within the time limit runs the baseline; one warning each."""
+    lock = good_lock(app)
+    for entry in lock["kernels"]["state_bump"].values():
+        entry["pipeline"] = pipeline
+    (app / "r3.lock").write_text(json.dumps(lock))
+    (app / "app.py").write_text(f"import os\nos.environ.update({environment!r})\n" + APP)
+    started = time.perf_counter()
+    result = run_python("app.py", app)
+    assert result.returncode == 0, result.stderr
+    assert time.perf_counter() - started < 30
+    assert result.stdout.splitlines() == ["y = [1.0, 1.0, 1.0, 1.0] {'STEP': 1}"] * 3
+    warned = [line for line in result.stderr.splitlines() if "Warning" in line]
+    assert len(warned) == 1 and problem in warned[0], result.stderr
+    assert "state_bump" in warned[0] and "baseline" in warned[0]
+
+
 # -- the source fingerprint covers included headers ----------------------------------------------
 
 def test_the_fingerprint_covers_local_headers(tmp_path):

@@ -41,8 +41,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CorruptStateError, CorruptStateWarning
+from ..errors import CorruptStateError, CorruptStateWarning, DeclarationError
+from ..model.pipeline import bounds_problem as pipeline_bounds_problem
 from ..outputs import LOCK_TIMEOUT, file_lock, write_json_atomic
+from .bounded_build import build_problem
 
 LOCK_NAME = "r3.lock"
 LOCK_ENV = "PYTEST_R3_LOCK"
@@ -560,12 +562,30 @@ def locked_variant(kernel):
     if problem:
         log.debug("kernel %r: %s %s; using the baseline", kernel.name, path, problem)
         return None
+    return _usable_variant(kernel, entry, path)
+
+
+def _usable_variant(kernel, entry: dict, path: Path, bucket: str | None = None):
+    """The variant of a current ``entry``, or None: an entry asking for settings tuning
+    never explores, or one that does not build within the time limit (see bounded_build),
+    gets one warning; one that no longer fits the declaration, a debug line."""
+    what = f"kernel {kernel.name!r}" + (f" bucket {bucket}" if bucket else "")
+    problem = pipeline_bounds_problem(entry.get("pipeline", {}), kernel.pipeline)
     try:
-        return variant_from_entry(kernel, entry)
+        variant = None if problem else variant_from_entry(kernel, entry)
     except Exception as exc:  # e.g. a tunable value no longer declared
-        log.debug("kernel %r: %s entry no longer fits the declaration (%s); using the "
-                  "baseline", kernel.name, path, exc)
+        log.debug("%s: %s entry no longer fits the declaration (%s); using the baseline",
+                  what, path, exc)
         return None
+    if variant is not None and variant != kernel.baseline:
+        problem = build_problem(kernel, variant)
+    if problem:
+        warnings.warn(CorruptStateWarning(
+            f"pytest-r3: {what}: not using its entry in {path}: {problem}; it runs its "
+            f"baseline (tune it again with pytest --r3-tune, or restore {LOCK_NAME})"),
+            stacklevel=3)
+        return None
+    return variant
 
 
 def locked_buckets(kernel) -> dict[str, object]:
@@ -593,16 +613,18 @@ def locked_buckets(kernel) -> dict[str, object]:
         if problem:
             log.debug("kernel %r bucket %s: %s %s", kernel.name, label, path, problem)
             continue
-        try:
-            variants[label] = variant_from_entry(kernel, entry)
-        except Exception as exc:
-            log.debug("kernel %r bucket %s: entry no longer fits the declaration (%s)",
-                      kernel.name, label, exc)
+        variant = _usable_variant(kernel, entry, path, label)
+        if variant is not None:
+            variants[label] = variant
     return variants
 
 
 def variant_from_entry(kernel, entry: dict):
     """The entry's settings applied to the kernel's own source: text found in a lock file is
-    never compiled (a lock may be edited by anyone who can open a pull request)."""
+    never compiled (a lock may be edited by anyone who can open a pull request), nor
+    settings beyond what tuning explores (DeclarationError)."""
+    problem = pipeline_bounds_problem(entry.get("pipeline", {}), kernel.pipeline)
+    if problem:
+        raise DeclarationError(f"{kernel.where}: {LOCK_NAME} entry: {problem}")
     pipeline = {**kernel.pipeline.as_dict(), **entry.get("pipeline", {})}
     return kernel.variant(pipeline=pipeline, **entry.get("macros", {}))
