@@ -102,6 +102,7 @@ CASES = [
     Case("call_counter", S, _v(VIOLATION, "mutable_state")),
     Case("state_in_freed_chunk", S, _v(VIOLATION, "stateful_symbol")),
     Case("state_in_errno", S, _v(VIOLATION, "stateful_symbol")),
+    Case("ignore_alarm", S, _v(VIOLATION, "forbidden_symbol")),
     Case("include_hostname", S, _v("compile_error", "forbidden_include")),
     Case("include_environ", S, _v("compile_error", "forbidden_include")),
     Case("include_dotdot", S, _v("compile_error", "forbidden_include")),
@@ -355,6 +356,65 @@ def test_a_rewrite_slow_only_on_real_arrays_is_timed_slow(lab):
                                      label="layout_probe_slow"))
     assert slow.status == "ok", slow.summary()
     assert slow.timing["speedup"] < 0.5, slow.summary()
+
+
+# -- containment of the worker's own output and time -----------------------------------
+
+
+def _contained_server(lab: Lab, kernel: str, **changes) -> ReplayServer:
+    """A fresh server of ``kernel`` with the static check off (the OS layer alone)."""
+    base = lab.base(kernel)
+    settings = ReplaySettings(**{**dataclasses.asdict(FAST), "static_check": False, **changes})
+    return ReplayServer(base.spec, base.store.root, base.keys, settings,
+                        address_space=ADDRESS_SPACE, request_timeout=REQUEST_TIMEOUT,
+                        log_path=lab.root / "logs" / f"{kernel}-{len(lab.servers)}.log")
+
+
+def test_a_worker_can_neither_rewrite_nor_flood_its_log(lab):
+    """os_log_rewrite.c clears O_APPEND on its stderr, overwrites the log's first line with
+    a forged containment report and writes 64 MiB: the log is written by the parent only
+    (the worker's output reaches it through a pipe, prefixed and capped)."""
+    (lab.root / "logs").mkdir(exist_ok=True)
+    server = _contained_server(lab, S, run_timeout=10.0)
+    lab.servers["log", True] = server.start()
+    genuine = server.containment
+    result = server.evaluate(Candidate(source_text=lab.source(Case("os_log_rewrite", S, ())),
+                                       label="os_log_rewrite"))
+    lab.worker_pids.add(server.pid)
+    log = Path(server.log_path)
+    assert log.stat().st_size < 2 << 20, f"{log.stat().st_size} bytes of log"
+    lines = log.read_text().splitlines()
+    parent = [line for line in lines if not re.match(r"worker \d+\| ", line)]
+    assert re.fullmatch(rf"pytest-r3 replay server: worker \d+ sealed, {re.escape(genuine)}",
+                        parent[0]), parent[0][:200]
+    assert all(line.startswith("pytest-r3 replay server: ") for line in parent), parent[:3]
+    forged = [line for line in lines if "no_new_privs, seccomp allowlist" in line
+              and "sealed" in line and not line.endswith(genuine)]
+    assert forged and all(re.match(r"worker \d+\| ", line) for line in forged), forged[:2]
+    assert any("worker output beyond" in line for line in parent)
+    assert result.status in ("ok", "timeout"), result.summary()
+    limits = Path(f"/proc/{server.pid}/limits").read_text()
+    assert re.search(r"Max file size\s+1048576\s+1048576", limits), limits
+
+
+def test_a_candidate_that_disarms_its_timer_costs_the_run_limit_not_the_request_timeout(lab):
+    """ignore_alarm.c ignores SIGALRM and disarms the worker's timer, then loops (the static
+    check refuses both calls; with it off, the parent's own limit must end the hang): the
+    verdict is a timeout after about the run limit, far from the request timeout."""
+    server = _contained_server(lab, S)
+    server.request_timeout = 120.0
+    lab.servers["alarm", True] = server.start()
+    started = time.perf_counter()
+    result = server.evaluate(Candidate(source_text=lab.source(Case("ignore_alarm", S, ())),
+                                       label="ignore_alarm"))
+    elapsed = time.perf_counter() - started
+    lab.worker_pids.add(server.pid)
+    assert (result.status, result.details.get("kind")) == ("timeout", "timeout"), \
+        result.summary()
+    assert re.search(CLASS_WORDS["timeout"], result.diagnostics[0])
+    assert "run limit of 0.5 s" in result.diagnostics[0], result.diagnostics[0]
+    assert elapsed < 15, f"the hang cost {elapsed:.1f} s against a run limit of 0.5 s"
+    assert server.evaluate(Candidate(label="baseline")).status == "ok"
 
 
 # -- what the suite leaves behind (these run last, in file order) -----------------------

@@ -331,6 +331,27 @@ def test_device_printf_reaches_stdout(tmp_path, capfd):
                                    for b in (0, 1) for t in (0, 8))
 
 
+PRINTF_FLOOD_CU = """\
+    extern "C" __global__ void flood(const int *x)
+    {
+        printf("%20000000d\\n", x[threadIdx.x]);
+    }
+"""
+
+
+def test_device_printf_output_is_capped_per_launch(tmp_path, capfd):
+    """Four threads asking for 20 MB each: a launch prints at most the CUDA printf buffer's
+    default size (1 MiB), then says its output was cut; the next launch prints again."""
+    kernel = cuda_kernel(tmp_path, PRINTF_FLOOD_CU, "flood", launch={"grid": 1, "block": 4})
+    for _ in range(2):
+        kernel(np.arange(4, dtype=np.int32))
+    out = capfd.readouterr().out
+    assert len(out) < 2 * (1 << 20) + 4096, f"{len(out)} bytes printed"
+    notes = [line for line in out.splitlines() if "device printf output" in line]
+    assert len(notes) == 2 and "cut at 1048576 bytes" in notes[0], notes
+    assert len(out) > 1 << 20  # what fits is printed
+
+
 MATH_CU = """\
     extern "C" __global__ void math(const float *x, float *out)
     {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import pytest_r3 as r3
@@ -166,3 +168,58 @@ def test_state_that_cannot_be_written_is_one_line_not_a_traceback(pytester, r3_p
     tuned = pytester.runpytest("--r3-tune", "-o", "r3_dir=/proc/r3-state")
     assert tuned.ret == pytest.ExitCode.USAGE_ERROR
     tuned.stderr.fnmatch_lines(["ERROR: pytest-r3: cannot write /proc/r3-state*--r3-dir*"])
+
+
+CONFLICTED_LOCK = """\
+{
+  "kernels": {
+<<<<<<< HEAD
+    "ours": {}
+=======
+    "theirs": {}
+>>>>>>> feature
+  },
+  "version": 1
+}
+"""
+
+
+def test_a_lock_with_merge_conflict_markers_stops_tuning_before_any_test(pytester, r3_project):
+    """Said in one line before the suite runs, not as an INTERNALERROR after the tuning."""
+    (pytester.path / "r3.lock").write_text(CONFLICTED_LOCK)
+    ran = pytester.path / "ran"
+    (pytester.path / "tests" / "test_slow.py").write_text(
+        f"def test_marker():\n    open({str(ran)!r}, 'w').close()\n")
+    result = pytester.runpytest("--r3-tune", "--r3-budget=2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.stderr.lines if line.startswith("ERROR:")]
+    assert len(errors) == 1, result.stderr.str()
+    assert "merge-conflict markers" in errors[0] and "line 3" in errors[0]
+    assert "resolve" in errors[0] and str(pytester.path / "r3.lock") in errors[0]
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    assert not ran.exists()
+    assert (pytester.path / "r3.lock").read_text() == CONFLICTED_LOCK
+
+
+@pytest.mark.parametrize("planted", ["r3.lock", ".r3/report.md", ".r3/patches", ".r3"])
+def test_a_state_path_planted_as_a_symlink_stops_tuning_before_any_test(pytester, r3_project,
+                                                                         tmp_path, planted):
+    """A link committed where --r3-tune writes (to a user's file or folder elsewhere) is
+    refused in one line before the suite runs; nothing is written through it."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious.txt").write_text("keep\n")
+    link = pytester.path / planted
+    link.parent.mkdir(exist_ok=True)
+    link.symlink_to(outside / "precious.txt" if "." in Path(planted).name[1:] else outside)
+    ran = pytester.path / "ran"
+    (pytester.path / "tests" / "test_slow.py").write_text(
+        f"def test_marker():\n    open({str(ran)!r}, 'w').close()\n")
+    result = pytester.runpytest("--r3-tune", "--r3-budget=2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.stderr.lines if line.startswith("ERROR:")]
+    assert len(errors) == 1 and f"{link} is a symbolic link" in errors[0], result.stderr.str()
+    assert "never writes through" in errors[0]
+    assert not ran.exists()
+    assert sorted(p.name for p in outside.iterdir()) == ["precious.txt"]
+    assert (outside / "precious.txt").read_text() == "keep\n"

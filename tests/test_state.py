@@ -28,7 +28,7 @@ from pytest_r3.errors import (
 )
 from pytest_r3.kernel import lock as lockmod
 from pytest_r3.kernel.lock import LockFile, merge_entry, source_fingerprint, update_entry
-from pytest_r3.outputs import file_lock, write_json_atomic, write_text_atomic
+from pytest_r3.outputs import append_line, file_lock, write_json_atomic, write_text_atomic
 from pytest_r3.record.store import RecordingStore, capture
 
 SPAWN = multiprocessing.get_context("spawn")
@@ -82,13 +82,45 @@ def test_a_new_file_gets_the_umask_default(tmp_path):
     assert not list(path.parent.glob(".*"))  # no temporary, no lock file left
 
 
-def test_rewriting_through_a_symlink_keeps_the_link(tmp_path):
-    real = tmp_path / "real.lock"
-    real.write_text("{}")
-    link = tmp_path / "r3.lock"
-    link.symlink_to(real)
-    write_text_atomic(link, "new\n")
-    assert link.is_symlink() and real.read_text() == "new\n"
+@pytest.mark.parametrize("write", [
+    lambda path: write_text_atomic(path, "new\n"),
+    lambda path: LockFile(path).save(),
+    lambda path: update_entry(path, "k", "cpu-x", entry()),
+    lambda path: append_line(path, "new"),
+], ids=["atomic", "lock-save", "lock-update", "append"])
+def test_a_state_file_planted_as_a_symlink_is_refused_not_written_through(tmp_path, write):
+    outside = tmp_path / "outside.json"  # e.g. a user's file, from a committed r3.lock link
+    precious = '{"kernels": {}, "version": 1}\n'
+    outside.write_text(precious)
+    project = tmp_path / "project"
+    project.mkdir()
+    link = project / "r3.lock"
+    link.symlink_to(outside)
+    with pytest.raises(StateWriteError, match="is a symbolic link.*never writes through") as info:
+        write(link)
+    assert str(link) in str(info.value) and "\n" not in str(info.value)
+    assert outside.read_text() == precious and link.is_symlink()
+    assert sorted(p.name for p in project.iterdir()) == ["r3.lock"]  # no temporary left
+
+
+def test_a_state_folder_planted_as_a_symlink_is_refused_below_the_root(tmp_path):
+    from pytest_r3.llm.patch import write_patch
+
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    project = tmp_path / "project"
+    (project / ".r3").mkdir(parents=True)
+    (project / ".r3" / "patches").symlink_to(outside)
+    source = project / "k.c"
+    source.write_text("int k(void) { return 1; }\n")
+    with pytest.raises(StateWriteError, match=r"\.r3/patches is a symbolic link"):
+        write_patch(project / ".r3" / "patches", "k", source, project, "int k(void);\n")
+    (project / ".r3" / "patches").unlink()
+    (project / ".r3").rmdir()
+    (project / ".r3").symlink_to(outside)
+    with pytest.raises(StateWriteError, match=r"\.r3 is a symbolic link"):
+        write_text_atomic(project / ".r3" / "report.md", "report\n", root=project)
+    assert list(outside.iterdir()) == []
 
 
 # -- the file lock -----------------------------------------------------------------------------
@@ -253,9 +285,10 @@ def test_update_refuses_to_overwrite_a_corrupt_lock(tmp_path):
     path = tmp_path / "r3.lock"
     conflict = '{\n<<<<<<< HEAD\n  "version": 1\n=======\n>>>>>>> other\n}\n'
     path.write_text(conflict)
-    with pytest.raises(CorruptStateError, match="not valid JSON") as info:
+    with pytest.raises(CorruptStateError, match="merge-conflict markers") as info:
         update_entry(path, "k", "cpu-x", entry())
-    assert str(path) in str(info.value) and "merge conflict" in str(info.value)
+    assert str(path) in str(info.value) and "line 2" in str(info.value)
+    assert "resolve the conflict" in str(info.value)
     assert path.read_text() == conflict
 
 
@@ -309,6 +342,8 @@ def test_a_valid_lock_is_used(app):
      "'macros' must be an object"),
     (lambda lock: json.dumps({**lock, "kernels": {"state_bump": ["x"]}}),
      "must be an object of targets"),
+    (lambda lock: "<<<<<<< HEAD\n" + json.dumps(lock) + "\n=======\n{}\n>>>>>>> other\n",
+     "has merge-conflict markers (line 1: <<<<<<<)"),
 ])
 def test_a_corrupt_lock_gives_one_warning_and_the_baseline(app, damage, problem):
     (app / "r3.lock").write_text(damage(good_lock(app)))
@@ -332,6 +367,32 @@ def test_locked_variant_of_a_corrupt_lock_in_process(app, monkeypatch):
         assert lockmod.locked_variant(kernel) is None  # the same file: no second warning
     with pytest.raises(CorruptStateError, match="kernels.k.t: an entry must be an object"):
         LockFile.load(app / "r3.lock")
+
+
+@pytest.mark.parametrize("pipeline, environment, problem", [
+    ({"unroll_count": 100000, "vector_width": 1024, "interleave_count": 1024}, {},
+     "pipeline unroll_count=100000 is outside what tuning explores"),
+    ({"unroll_count": 8, "vector_width": 8}, {"PYTEST_R3_LOCKED_BUILD_TIMEOUT": "0.001"},
+     "did not compile within 0.001 s"),
+], ids=["out-of-bounds", "time-limit"])
+def test_a_locked_variant_that_would_hang_the_application_falls_back_to_the_baseline(
+        app, pipeline, environment, problem):
+    """An entry that matches the source but asks LLVM for absurd loop hints hung the first
+    call for minutes: it is refused by its bounds when loaded, and a locked variant that
+    does not compile within the time limit runs the baseline; one warning each."""
+    lock = good_lock(app)
+    for entry in lock["kernels"]["state_bump"].values():
+        entry["pipeline"] = pipeline
+    (app / "r3.lock").write_text(json.dumps(lock))
+    (app / "app.py").write_text(f"import os\nos.environ.update({environment!r})\n" + APP)
+    started = time.perf_counter()
+    result = run_python("app.py", app)
+    assert result.returncode == 0, result.stderr
+    assert time.perf_counter() - started < 30
+    assert result.stdout.splitlines() == ["y = [1.0, 1.0, 1.0, 1.0] {'STEP': 1}"] * 3
+    warned = [line for line in result.stderr.splitlines() if "Warning" in line]
+    assert len(warned) == 1 and problem in warned[0], result.stderr
+    assert "state_bump" in warned[0] and "baseline" in warned[0]
 
 
 # -- the source fingerprint covers included headers ----------------------------------------------

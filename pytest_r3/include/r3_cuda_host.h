@@ -299,7 +299,7 @@ __R3_HOST int __mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
 __R3_HOST unsigned int __umulhi(unsigned int a, unsigned int b) {
   return (unsigned int)(((unsigned long long)a * b) >> 32); }
 
-/* device printf writes to the host's stdout */
+/* device printf writes to the host's stdout, at most 1 MiB per launch (as a GPU's buffer) */
 #define printf(...) __r3_cuda_printf(__VA_ARGS__)
 
 #undef __R3_HOST

@@ -78,6 +78,9 @@ static void *scheduler_sp;
 static char *stacks;
 static size_t stacks_bytes, stack_bytes, stacks_stride; /* stride: their guard pages' */
 static int barrier_result;
+#define R3_PRINTF_CAP (1 << 20)  /* device printf bytes per launch: CUDA's default buffer */
+static size_t printed;           /* device printf bytes this launch */
+static int printf_cut;           /* some were dropped */
 static unsigned int epoch;                 /* barrier intervals, for the race check */
 static unsigned int warp_epoch[R3_WARPS];  /* warp operations, likewise */
 
@@ -504,11 +507,20 @@ int __r3_cuda_printf(const char *format, ...) {
     }
     if (!*p) break;
   }
+  /* at most R3_PRINTF_CAP bytes per launch, as a GPU's printf buffer keeps: a kernel asking
+   * for "%20000000d" in every thread cannot fill the disk through the worker's log */
+  static char text[R3_PRINTF_CAP + 1];
+  size_t room = R3_PRINTF_CAP - printed;
   va_list args;
   va_start(args, format);
-  int written = vprintf(format, args);
+  int wanted = vsnprintf(text, room + 1, format, args);
   va_end(args);
-  return written;
+  if (wanted < 0) return wanted;
+  size_t kept = (size_t)wanted < room ? (size_t)wanted : room;
+  fwrite(text, 1, kept, stdout);
+  printed += kept;
+  printf_cut |= kept < (size_t)wanted;
+  return wanted;
 }
 
 static void stop_fiber(void) {
@@ -547,6 +559,8 @@ int __r3_cuda_launch(const r3_launch_t *l) {
   launch = l;
   failed = 0;
   current = -1;
+  printed = 0;
+  printf_cut = 0;
   state.grid_dim = (r3_uint3){l->grid[0], l->grid[1], l->grid[2]};
   state.block_dim = (r3_uint3){l->block[0], l->block[1], l->block[2]};
   threads = (int)(l->block[0] * l->block[1] * l->block[2]);
@@ -599,6 +613,10 @@ int __r3_cuda_launch(const r3_launch_t *l) {
               __r3_cuda_thread_body(l->args);
             }
       }
+  if (printf_cut)
+    printf("\n[pytest-r3: device printf output of kernel '%s' cut at %d bytes in this launch, "
+           "as a GPU's printf buffer (cudaLimitPrintfFifoSize, 1 MiB by default) would]\n",
+           l->kernel, R3_PRINTF_CAP);
   fflush(stdout);
   dynamic_shared = NULL;
   free(shared);

@@ -41,14 +41,19 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CorruptStateError, CorruptStateWarning
+from ..errors import CorruptStateError, CorruptStateWarning, DeclarationError
+from ..model.pipeline import bounds_problem as pipeline_bounds_problem
 from ..outputs import LOCK_TIMEOUT, file_lock, write_json_atomic
+from .bounded_build import build_problem
 
 LOCK_NAME = "r3.lock"
 LOCK_ENV = "PYTEST_R3_LOCK"
 VERSION = 1
 LOCK_HINT = "r3.lock is kept with the project: make its folder writable"
 FIX = "restore it from version control (a merge conflict?) or delete it and tune again"
+CONFLICT_FIX = ("resolve the conflict: keep one side of each conflicting entry (or delete the "
+                "file and tune again), then remove the markers")
+_CONFLICT = re.compile(r"^(<{7}|={7}|>{7}|\|{7})(?: |$)", re.MULTILINE)
 log = logging.getLogger("pytest_r3")
 
 
@@ -197,6 +202,16 @@ def entry_shape_problem(entry: object) -> str | None:
     return None
 
 
+def conflict_problem(text: str) -> str | None:
+    """Where a lock holds merge-conflict markers (a merge of two branches that both tuned),
+    or None: said as such rather than as a JSON error at some column."""
+    found = _CONFLICT.search(text)
+    if found is None:
+        return None
+    line = text.count("\n", 0, found.start()) + 1
+    return f"has merge-conflict markers (line {line}: {found.group(1)})"
+
+
 # -- the file --------------------------------------------------------------------------------
 
 class LockFile:
@@ -216,6 +231,7 @@ class LockFile:
         CorruptStateWarning and an empty lock instead: every kernel runs its baseline.
         """
         path = Path(path)
+        fix = FIX
         try:
             text = path.read_text()
         except FileNotFoundError:
@@ -223,20 +239,24 @@ class LockFile:
         except (OSError, UnicodeDecodeError) as exc:
             problem = f"cannot be read ({exc.strerror if isinstance(exc, OSError) else exc})"
         else:
-            try:
-                data = json.loads(text)
-            except ValueError as exc:
-                problem = f"is not valid JSON ({exc})"
+            problem = conflict_problem(text)
+            if problem is not None:
+                fix = CONFLICT_FIX
             else:
-                problem = lock_problem(data)
-                if problem is None:
-                    return cls(path, data)
-                problem = f"is not a pytest-r3 lock file: {problem}"
+                try:
+                    data = json.loads(text)
+                except ValueError as exc:
+                    problem = f"is not valid JSON ({exc})"
+                else:
+                    problem = lock_problem(data)
+                    if problem is None:
+                        return cls(path, data)
+                    problem = f"is not a pytest-r3 lock file: {problem}"
         if strict:
-            raise CorruptStateError(path, problem, FIX)
+            raise CorruptStateError(path, problem, fix)
         warnings.warn(CorruptStateWarning(
             f"pytest-r3: ignoring {path}: it {problem}; every kernel runs its baseline "
-            f"until it is fixed ({FIX})"), stacklevel=2)
+            f"until it is fixed ({fix})"), stacklevel=2)
         return cls(path, problem=problem)
 
     def entry(self, kernel: str, target: str, bucket: str | None = None,
@@ -542,12 +562,30 @@ def locked_variant(kernel):
     if problem:
         log.debug("kernel %r: %s %s; using the baseline", kernel.name, path, problem)
         return None
+    return _usable_variant(kernel, entry, path)
+
+
+def _usable_variant(kernel, entry: dict, path: Path, bucket: str | None = None):
+    """The variant of a current ``entry``, or None: an entry asking for settings tuning
+    never explores, or one that does not build within the time limit (see bounded_build),
+    gets one warning; one that no longer fits the declaration, a debug line."""
+    what = f"kernel {kernel.name!r}" + (f" bucket {bucket}" if bucket else "")
+    problem = pipeline_bounds_problem(entry.get("pipeline", {}), kernel.pipeline)
     try:
-        return variant_from_entry(kernel, entry)
+        variant = None if problem else variant_from_entry(kernel, entry)
     except Exception as exc:  # e.g. a tunable value no longer declared
-        log.debug("kernel %r: %s entry no longer fits the declaration (%s); using the "
-                  "baseline", kernel.name, path, exc)
+        log.debug("%s: %s entry no longer fits the declaration (%s); using the baseline",
+                  what, path, exc)
         return None
+    if variant is not None and variant != kernel.baseline:
+        problem = build_problem(kernel, variant)
+    if problem:
+        warnings.warn(CorruptStateWarning(
+            f"pytest-r3: {what}: not using its entry in {path}: {problem}; it runs its "
+            f"baseline (tune it again with pytest --r3-tune, or restore {LOCK_NAME})"),
+            stacklevel=3)
+        return None
+    return variant
 
 
 def locked_buckets(kernel) -> dict[str, object]:
@@ -575,16 +613,18 @@ def locked_buckets(kernel) -> dict[str, object]:
         if problem:
             log.debug("kernel %r bucket %s: %s %s", kernel.name, label, path, problem)
             continue
-        try:
-            variants[label] = variant_from_entry(kernel, entry)
-        except Exception as exc:
-            log.debug("kernel %r bucket %s: entry no longer fits the declaration (%s)",
-                      kernel.name, label, exc)
+        variant = _usable_variant(kernel, entry, path, label)
+        if variant is not None:
+            variants[label] = variant
     return variants
 
 
 def variant_from_entry(kernel, entry: dict):
     """The entry's settings applied to the kernel's own source: text found in a lock file is
-    never compiled (a lock may be edited by anyone who can open a pull request)."""
+    never compiled (a lock may be edited by anyone who can open a pull request), nor
+    settings beyond what tuning explores (DeclarationError)."""
+    problem = pipeline_bounds_problem(entry.get("pipeline", {}), kernel.pipeline)
+    if problem:
+        raise DeclarationError(f"{kernel.where}: {LOCK_NAME} entry: {problem}")
     pipeline = {**kernel.pipeline.as_dict(), **entry.get("pipeline", {})}
     return kernel.variant(pipeline=pipeline, **entry.get("macros", {}))

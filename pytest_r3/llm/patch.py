@@ -56,4 +56,4 @@ def write_patch(folder: Path, kernel: str, source_path: Path, root: Path,
         original = stream.read()
     diff = unified_diff(original, match_layout(original, rewritten), relative.as_posix())
     return write_bytes_atomic(folder / f"{kernel}.patch",
-                              diff.encode("utf-8", "surrogateescape"))
+                              diff.encode("utf-8", "surrogateescape"), root=folder.parent)

@@ -29,6 +29,40 @@ CUSTOM_PASSES = (
     "reassociate", "sccp", "simplify_cfg", "sinking", "sroa", "tail_call_elimination",
 )
 
+# The values the tuner explores for each PassBuilder setting (search/parametrization.py); a
+# lock entry holding anything else (beside the declared pipeline's own) was not tuned here.
+PIPELINE_CHOICES: dict[str, tuple] = {
+    "level": (0, 1, 2, 3),
+    "loop_vectorize": (True, False),
+    "slp_vectorize": (True, False),
+    "loop_unroll": (True, False),
+    "loop_interleave": (True, False),
+    "inline_threshold": (None, 0, 100, 225, 500, 1000),
+    "vector_width": (0, 1, 2, 4, 8, 16),
+    "interleave_count": (0, 1, 2, 4, 8),
+    "unroll_count": (0, 1, 2, 4, 8, 16),
+}
+MAX_CUSTOM_PASSES = 8  # per sequence, in a state file (the tuner uses two slots)
+
+
+def bounds_problem(settings: Mapping[str, object], declared: Pipeline) -> str | None:
+    """Why pipeline ``settings`` read from a state file (r3.lock) ask for something tuning
+    never explores, or None. Each setting must be one of :data:`PIPELINE_CHOICES` or the
+    ``declared`` pipeline's own value: ``unroll_count=100000`` makes LLVM run for minutes."""
+    for name, value in settings.items():
+        allowed = PIPELINE_CHOICES.get(name)
+        if allowed is not None and value != getattr(declared, name) and not any(
+                value == choice and type(value) is type(choice) for choice in allowed):
+            return (f"pipeline {name}={value!r} is outside what tuning explores "
+                    f"({', '.join(map(repr, allowed))})")
+    for name in ("passes_before", "passes_after"):
+        passes = settings.get(name, ())
+        if isinstance(passes, (list, tuple)) and len(passes) > MAX_CUSTOM_PASSES \
+                and tuple(passes) != getattr(declared, name):
+            return (f"pipeline {name} lists {len(passes)} passes, more than "
+                    f"{MAX_CUSTOM_PASSES}")
+    return None
+
 
 @dataclass(frozen=True)
 class Pipeline:

@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 
 from .. import settings as options
-from ..errors import R3Error
+from ..errors import CorruptStateError, R3Error, StateLockTimeout, StateWriteError
 from ..kernel import declaration
 from ..kernel.lock import LOCK_NAME, LockFile
+from ..outputs import refuse_links
 from ..reports import KernelReport, write_reports
 from ..tuning.context import Tuning, TuningSettings
 from .oracle_run import failure_line
@@ -45,6 +46,11 @@ class TunePlugin:
         wanted = str(options.value(config, "r3_kernels"))
         self.selected = {n.strip() for n in wanted.split(",") if n.strip()}
         self.settings = tuning_settings(config)  # bad settings stop pytest before any test
+        try:  # a state file that is a link stops it too, and a lock that could not be
+            refuse_state_links(self.lock_path, r3_dir, config.rootpath)  # merged into
+            LockFile.load(self.lock_path, strict=True)
+        except R3Error as exc:
+            raise pytest.UsageError(f"pytest-r3: {exc}") from None
         if mode == "tune" and self.settings.llm is not None:
             from ..llm.client import LLMSetupError
 
@@ -74,10 +80,13 @@ class TunePlugin:
             self._check_selection(set(self.recorder.declared))
             if self.usage_error:
                 return result
-        if self.mode == "tune":
-            self._tune_all(session)
-        else:
-            self._check_all(session)
+        try:
+            if self.mode == "tune":
+                self._tune_all(session)
+            else:
+                self._check_all(session)
+        except (CorruptStateError, StateWriteError, StateLockTimeout) as exc:
+            raise pytest.UsageError(f"pytest-r3: {exc}") from None  # e.g. edited meanwhile
         return result
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -284,6 +293,16 @@ class TunePlugin:
         row.notes.append(f"the xdist controller cannot get the kernel object: {why}")
         self.failures.append(f"{name}: {row.notes[-1]}")
         self.rows.append(row)
+
+
+def refuse_state_links(lock_path: Path, r3_dir: Path, root: Path) -> None:
+    """A StateWriteError now, before any test, for a symbolic link where a run would write:
+    r3.lock, the state folder, or anything directly in it (writes refuse them too)."""
+    refuse_links(lock_path)
+    refuse_links(r3_dir, root)
+    if r3_dir.is_dir():
+        for entry in os.scandir(r3_dir):
+            refuse_links(entry.path)
 
 
 def tuning_settings(config: pytest.Config) -> TuningSettings:

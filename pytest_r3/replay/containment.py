@@ -4,7 +4,8 @@ Two steps, both open to an unprivileged user, both stdlib + ctypes:
 
 * :func:`enter`, first thing in the worker while it is still single-threaded (before numpy:
   OpenBLAS starts threads when it loads, and a multithreaded process can neither enter a
-  user namespace nor be wholly covered by Landlock): no new privileges, no core files, a
+  user namespace nor be wholly covered by Landlock): no new privileges, no core files, no
+  file written past :data:`FILE_SIZE_CAP` (RLIMIT_FSIZE), a
   private user + network namespace (no network at all), a Landlock domain that refuses every
   filesystem write outside ``writable_dirs`` and all TCP, and no signals or abstract unix
   sockets that leave the domain.
@@ -31,6 +32,7 @@ import sys
 from dataclasses import dataclass, field
 
 ENV = "PYTEST_R3_CONTAINMENT"
+FILE_SIZE_CAP = 1 << 20  # RLIMIT_FSIZE of a contained process
 VIOLATION_MESSAGE = ("the candidate made a system call the sandbox forbids (exec, fork, sockets, "
                      "opening files...); the worker was killed by SIGSYS")
 
@@ -115,6 +117,10 @@ def enter(report: Containment | None = None, *, writable_dirs=()) -> Containment
 
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     report.applied.append("no core files")
+    # no file grows past this, whatever descriptor a worker holds (a write beyond it fails
+    # with EFBIG: Python ignores SIGXFSZ); both limits, so it cannot be raised again
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_CAP, FILE_SIZE_CAP))
+    report.applied.append(f"files capped at {FILE_SIZE_CAP >> 20} MiB")
     try:
         _call(_libc.prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
         report.applied.append("no_new_privs")

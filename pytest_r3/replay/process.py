@@ -8,11 +8,15 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from multiprocessing.connection import Connection
 from pathlib import Path
 
 from . import containment, protocol
+from .heartbeat import Heartbeat
 from .protocol import Rejected, ReplaySettings, Result
+from .watchdog import MARGIN, Watch
+from .worker_log import WorkerLog
 
 DEFAULT_ADDRESS_SPACE = 8 * 1024**3
 # Workers die with the thread that started them (PR_SET_PDEATHSIG): start them all from one
@@ -45,8 +49,11 @@ class WorkerProcess:
         self.settings = settings
         self.address_space = address_space
         self.log_path = log_path
+        self.log = WorkerLog(log_path) if log_path else None
         self.gpu = gpu  # the worker then keeps its GPU device files writable
         self._process: subprocess.Popen | None = None
+        self._output: threading.Thread | None = None  # copies the worker's output to the log
+        self._heartbeat: Heartbeat | None = None  # the worker's progress (see watchdog)
         self._writer: Connection | None = None
         self._reader: Connection | None = None
 
@@ -61,20 +68,37 @@ class WorkerProcess:
     def spawn(self) -> None:
         parent_read, child_write = os.pipe()
         child_read, parent_write = os.pipe()
-        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
+        # the worker's output goes to a pipe this process copies into the log (worker_log)
+        output_read, output = os.pipe() if self.log else (None, subprocess.DEVNULL)
+        try:
+            self._heartbeat, beat_fd = Heartbeat.create()
+            passed, beat_args = (child_read, child_write, beat_fd), [str(beat_fd)]
+        except (AttributeError, OSError):  # no memfd (not Linux): only the request timeout
+            self._heartbeat, beat_fd = None, None
+            passed, beat_args = (child_read, child_write), []
         try:
             self._process = _spawner.submit(
                 subprocess.Popen,
                 [sys.executable, "-m", "pytest_r3.replay.worker", str(child_read),
-                 str(child_write), str(self.address_space), "gpu" if self.gpu else "cpu"],
-                pass_fds=(child_read, child_write), env={**os.environ, **_WORKER_ENV},
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                 str(child_write), str(self.address_space), "gpu" if self.gpu else "cpu",
+                 *beat_args],
+                pass_fds=passed, env={**os.environ, **_WORKER_ENV},
+                stdin=subprocess.DEVNULL, stdout=output, stderr=output,
+                start_new_session=True,
             ).result()
+        except BaseException:
+            if output_read is not None:
+                os.close(output_read)
+            raise
         finally:
             os.close(child_read)
             os.close(child_write)
-            if log is not subprocess.DEVNULL:
-                log.close()
+            if beat_fd is not None:
+                os.close(beat_fd)
+            if output_read is not None:
+                os.close(output)
+        if self.log is not None and output_read is not None:
+            self._output = self.log.follow(output_read, self._process.pid)
         self._reader = Connection(parent_read, writable=False)
         self._writer = Connection(parent_write, readable=False)
 
@@ -84,21 +108,24 @@ class WorkerProcess:
         if self._writer is None or self._reader is None or self._process is None:
             raise WorkerDied(Result(protocol.CRASH, diagnostics=["the worker is not running"],
                                     details={"kind": "signal"}))
+        beats = self._heartbeat.read if self._heartbeat is not None else None
+        watch = Watch(self._process.pid, timeout, self._step_limit(event), beats)
         try:
             protocol.send(self._writer, event, data, protocol.CLIENT_EVENTS, arrays)
-            if not self._reader.poll(timeout):
-                self.kill()
-                raise WorkerDied(Result(protocol.TIMEOUT, diagnostics=[
-                    f"no answer within {timeout:g} s; the worker was killed"],
-                    details={"kind": "timeout"}))
             answer, reply, returned = protocol.receive(self._reader, protocol.WORKER_EVENTS)
         except (EOFError, OSError):
-            raise WorkerDied(self._death()) from None
+            fired = watch.stop()
+            raise WorkerDied(self._stopped(event, fired, timeout) if fired
+                             else self._death()) from None
         except protocol.ProtocolError as exc:
+            watch.stop()
             self.kill()
             raise WorkerDied(Result(protocol.CRASH, diagnostics=[
                 f"the worker broke the protocol ({exc}); it was killed"],
                 details={"kind": "protocol"})) from None
+        fired = watch.stop()
+        if fired:  # it answered as it was being killed: still a request past its limit
+            raise WorkerDied(self._stopped(event, fired, timeout))
         if answer == "error":
             self.kill()
             raise WorkerDied(Result(protocol.CRASH, diagnostics=[
@@ -115,7 +142,31 @@ class WorkerProcess:
             raise WorkerDied(Result(protocol.CRASH, diagnostics=[
                 f"the worker answered {answer!r} to {event!r}; it was killed"],
                 details={"kind": "protocol"}))
+        if event == "seal":  # said before any candidate ran in it: the log's account
+            self.note(f"worker {self.pid} sealed, {reply.get('containment')}")
         return answer, reply, returned
+
+    def _step_limit(self, event: str) -> float | None:
+        """How long the worker may go without progress while answering ``event``: its run
+        or compile limit plus a margin; None before a candidate can have run (loading)."""
+        limit = {"build": self.settings.compile_timeout, "run": self.settings.run_timeout,
+                 "call": self.settings.run_timeout, "time": self.settings.run_timeout,
+                 "drop": 0.0, "ping": 0.0}.get(event)
+        return None if limit is None else limit + MARGIN
+
+    def _stopped(self, event: str, fired: str, timeout: float) -> Result:
+        """The result for a worker the watchdog killed (``fired``: which limit)."""
+        self.kill()
+        if fired == "timeout":
+            text = f"no answer within {timeout:g} s; the worker was killed"
+        else:
+            what, name, limit = (("compiling", "compile limit", self.settings.compile_timeout)
+                                 if event == "build" else
+                                 ("a kernel run", "run limit", self.settings.run_timeout))
+            text = (f"{what} went past its {name} of {limit:g} s: no progress for "
+                    f"{limit + MARGIN:g} s and the worker's own timer did not end it "
+                    "(ignored or disarmed?); the replay server killed the worker")
+        return Result(protocol.TIMEOUT, diagnostics=[text], details={"kind": "timeout"})
 
     def _death(self) -> Result:
         assert self._process is not None
@@ -128,9 +179,8 @@ class WorkerProcess:
 
     def note(self, text: str) -> None:
         """A line in the worker log from the parent's side (why a worker was replaced)."""
-        if self.log_path:
-            with open(self.log_path, "a") as log:
-                log.write(f"pytest-r3 replay server: {text}\n")
+        if self.log is not None:
+            self.log.note(text)
 
     def close(self) -> None:
         """Ask the worker to stop, then make sure it has."""
@@ -152,6 +202,10 @@ class WorkerProcess:
                 self._process.kill()
         if self._process is not None:
             self._process.wait()
+        if self._output is not None:  # its last words before the parent's next note
+            self._output.join(timeout=5)
+            self._output = None
+        self._heartbeat = None
         for connection in (self._reader, self._writer):
             if connection is not None:
                 connection.close()

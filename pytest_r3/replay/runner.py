@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +25,7 @@ from ..model.signature import Signature, param_from_dict
 from . import protocol
 from .buffers import GuardedBuffer, PlainBuffer
 from .cases import Slot
+from .heartbeat import quiet
 from .protocol import KernelSpec, Rejected, ReplaySettings
 from .timing import interleaved_speedup
 
@@ -40,9 +42,11 @@ def signature_of(spec: KernelSpec) -> Signature:
 
 
 class Runner:
-    def __init__(self, spec: KernelSpec, settings: ReplaySettings) -> None:
+    def __init__(self, spec: KernelSpec, settings: ReplaySettings,
+                 beat: Callable[[], None] = quiet) -> None:
         self.spec = spec
         self.settings = settings
+        self.beat = beat  # each step counted for the parent's watchdog (see heartbeat)
         self.backend = get_backend(spec.backend)
         self.signature = signature_of(spec)
         self.launch = (LaunchConfig.from_portable(spec.launch, f"kernel {spec.name!r}")
@@ -59,6 +63,7 @@ class Runner:
         if name == "reference":  # another configuration: its launches per sample differ
             self._repeats = {k: v for k, v in self._repeats.items() if k[0] != name}
         options = {} if self.launch is None else {"launch": self.launch, "tunables": tunables}
+        self.beat()
         signal.setitimer(signal.ITIMER_REAL, self.settings.compile_timeout)
         try:
             self.variants[name] = self.backend.load(
@@ -68,6 +73,7 @@ class Runner:
             raise Rejected(protocol.COMPILE_ERROR, "compile_error", str(exc)) from None
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
+            self.beat()
         return {"llvm": time.perf_counter() - started}
 
     def drop(self, name: str) -> None:
@@ -87,6 +93,7 @@ class Runner:
                    plain: bool = False):
         """Launch arguments in parameter order; aliased parameters share one buffer.
         ``plain``: buffers allocated as numpy allocates the user's, with no guards."""
+        self.beat()
         buffers: list[GuardedBuffer | PlainBuffer] = []
         by_param = {}
         for number, slot in enumerate(case.slots):
@@ -101,6 +108,7 @@ class Runner:
         return args, buffers
 
     def _launch(self, variant: str, args: list):
+        self.beat()
         signal.setitimer(signal.ITIMER_REAL, self.settings.run_timeout)
         try:
             return self.variants[variant](*args)
@@ -110,6 +118,7 @@ class Runner:
             raise Rejected(protocol.COMPILE_ERROR, "launch", str(exc)) from None
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
+            self.beat()
 
     def warm_up(self) -> None:
         """Exercise every code path once with the baseline, before the worker is sealed:
@@ -167,7 +176,8 @@ class Runner:
                                                    plain=True))
         try:
             timing = interleaved_speedup(
-                self.backend, self.variants[reference], self.variants[variant],
+                _Counted(self.backend, self.beat), self.variants[reference],
+                self.variants[variant],
                 [args for args, _ in sets["base"]], [args for args, _ in sets["cand"]],
                 self.settings, weights, race_against,
                 [self._repeats.get((reference, index)) for index in case_indices],
@@ -236,6 +246,22 @@ def _same_outputs(one: tuple, other: tuple) -> bool:
     if repr(one[0]) != repr(other[0]):
         return False
     return all(one[1][key].tobytes() == other[1][key].tobytes() for key in one[1])
+
+
+class _Counted:
+    """The backend as timing sees it: each timed sample counts as a step for the parent's
+    watchdog, so a sample must end within the run limit (plus its margin) like a launch."""
+
+    def __init__(self, backend, beat: Callable[[], None]) -> None:
+        self.backend = backend
+        self.beat = beat
+
+    def time(self, launcher, args, repeat: int) -> list[float]:
+        self.beat()
+        try:
+            return self.backend.time(launcher, args, repeat)
+        finally:
+            self.beat()
 
 
 def _plain(value: object) -> object:

@@ -1,5 +1,5 @@
 """Entry point of a replay worker process:
-``python -m pytest_r3.replay.worker R W [ADDRESS_SPACE [cpu|gpu]]``.
+``python -m pytest_r3.replay.worker R W [ADDRESS_SPACE [cpu|gpu [HEARTBEAT]]]``.
 
 The only process where candidate code runs. It enters its containment first (no new
 privileges, its own user and network namespace, Landlock), loads the baseline and the cases,
@@ -10,6 +10,8 @@ Reads ``(event, data, arrays)`` messages from file descriptor R and answers on W
 apply to the whole process: an address-space cap (RLIMIT_AS; lifted for a GPU backend,
 whose driver needs the space) and, around every build and run, a SIGALRM timer whose default
 action kills the process, so a hung candidate ends here and the client reports a timeout.
+A candidate can disarm that timer: the parent also watches the worker's progress through
+the shared counter HEARTBEAT (see heartbeat.py) and ends a worker that stops making any.
 """
 
 from __future__ import annotations
@@ -20,20 +22,25 @@ import resource
 import signal
 import sys
 import traceback
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
 
 from . import containment, protocol
+from .heartbeat import Heartbeat, quiet
 
 
 class Worker:
-    def __init__(self, connection, contained: containment.Containment) -> None:
+    def __init__(self, connection, contained: containment.Containment,
+                 beat: Callable[[], None] = quiet) -> None:
         self.connection = connection
         self.contained = contained
+        self.beat = beat  # progress the parent's watchdog sees (see heartbeat)
         self.runner = None
         self.running = True
 
     def send(self, event: str, data: dict, arrays: dict | None = None) -> None:
+        self.beat()
         protocol.send(self.connection, event, data, protocol.WORKER_EVENTS, arrays)
 
     def on_load(self, data: dict, arrays: dict) -> None:
@@ -42,7 +49,7 @@ class Worker:
 
         spec = KernelSpec.from_dict(data["spec"])
         _fit_address_space(spec.backend)
-        self.runner = Runner(spec, ReplaySettings.from_dict(data["settings"]))
+        self.runner = Runner(spec, ReplaySettings.from_dict(data["settings"]), self.beat)
         # a contained launcher loads the variant it forwards calls to in the baseline's place
         self.runner.build("baseline", data["ir"], data.get("pipeline", spec.pipeline),
                           data.get("tunables", spec.default_macros))
@@ -107,6 +114,7 @@ class Worker:
             except protocol.ProtocolError as exc:
                 self.send("error", {"message": f"ProtocolError: {exc}", "traceback": ""})
                 continue
+            self.beat()
             try:
                 if self.runner is None and event not in ("load", "ping", "shutdown"):
                     raise protocol.ProtocolError(f"{event} before load")
@@ -140,6 +148,7 @@ def _fit_address_space(backend_name: str) -> None:
 def main(argv: list[str]) -> None:
     read_fd, write_fd = int(argv[0]), int(argv[1])
     address_space = int(argv[2]) if len(argv) > 2 else 0
+    beat = Heartbeat.attach(int(argv[4])).beat if len(argv) > 4 else quiet
     # a GPU driver opens its device files read-write when the context is created, after this
     devices = glob.glob("/dev/nvidia*") if argv[3:4] == ["gpu"] else []
     contained = containment.enter(writable_dirs=devices)
@@ -156,7 +165,7 @@ def main(argv: list[str]) -> None:
     sys.path.insert(0, str(Path.cwd()))
     with Connection(read_fd, writable=False) as reader, \
             Connection(write_fd, readable=False) as writer:
-        Worker(_Duplex(reader, writer), contained).serve()
+        Worker(_Duplex(reader, writer), contained, beat).serve()
 
 
 def _die_with_parent() -> None:

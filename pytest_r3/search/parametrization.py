@@ -11,21 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..model.pipeline import CUSTOM_PASSES, Pipeline
+from ..model.pipeline import CUSTOM_PASSES, PIPELINE_CHOICES, Pipeline
 from ..model.tunables import TuningSpace
 from ..replay.protocol import Candidate
 
-PIPELINE_CHOICES: dict[str, tuple] = {
-    "level": (0, 1, 2, 3),
-    "loop_vectorize": (True, False),
-    "slp_vectorize": (True, False),
-    "loop_unroll": (True, False),
-    "loop_interleave": (True, False),
-    "inline_threshold": (None, 0, 100, 225, 500, 1000),
-    "vector_width": (0, 1, 2, 4, 8, 16),
-    "interleave_count": (0, 1, 2, 4, 8),
-    "unroll_count": (0, 1, 2, 4, 8, 16),
-}
+__all__ = ["PIPELINE_CHOICES", "SearchSpace"]
 NO_PASS = "-"
 
 

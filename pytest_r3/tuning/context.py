@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..outputs import make_dirs
 from ..replay.pool import ServerPool
 from ..replay.protocol import KernelSpec, ReplaySettings
 
@@ -48,8 +49,7 @@ class Tuning:
     cluster: object = None            # replay.dask_pool.DaskCluster, opened on first use
 
     def log_path(self, kernel_name: str) -> Path:
-        logs = self.r3_dir / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
+        logs = make_dirs(self.r3_dir / "logs", root=self.r3_dir.parent)  # no link in it
         return logs / f"{kernel_name}.log"
 
     def pool(self, kernel, count: int | None = None, **replay_overrides):

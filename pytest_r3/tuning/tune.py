@@ -283,7 +283,7 @@ def _write_patch(kernel, tuning: Tuning, rewritten: str) -> str:
 
     if kernel.source.path is None:
         path = write_text_atomic(tuning.r3_dir / "patches" / f"{kernel.name}.rewrite.c",
-                                 rewritten)
+                                 rewritten, root=tuning.r3_dir.parent)
         return (f"source rewrite written to {path} for review (inline source: put it in "
                 "the declaration to use it)")
     path = write_patch(tuning.r3_dir / "patches", kernel.name, kernel.source.path,
