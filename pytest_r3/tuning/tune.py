@@ -302,7 +302,7 @@ def _progress(tuning: Tuning, budget, pool):
             rate = getattr(pool, "activity", "") or (
                 f"{outcome.new_evaluations / max(time.perf_counter() - started, 1e-9):.2f} "
                 f"evaluations/s on {len(pool.servers)} local worker(s)")
-            tuning.say(f"  {outcome.kernel}: {done}/{total} evaluations, best speedup so "
-                       f"far {outcome.convergence()[-1]:.2f}x ({outcome.new_evaluations} new), "
-                       f"{rate}")
+            tuning.say(f"  {outcome.kernel}: {done}/{total} evaluations, best search "
+                       f"estimate {outcome.convergence()[-1]:.2f}x (unconfirmed; "
+                       f"{outcome.new_evaluations} new), {rate}")
     return report
