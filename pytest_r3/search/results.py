@@ -95,12 +95,20 @@ class ResultStore:
     def get(self, key: str) -> dict | None:
         return self._entries.get(key)
 
+    def reusable(self, key: str, seed: int) -> dict | None:
+        """The stored entry for ``key`` if it can stand for a new measurement (see
+        :func:`remeasure_reason`), else None: it is measured again."""
+        entry = self._entries.get(key)
+        return None if entry is None or remeasure_reason(entry, seed) else entry
+
     def entries(self) -> list[dict]:
         return list(self._entries.values())
 
-    def add(self, key: str, candidate: dict, result: dict) -> dict:
-        """Store one result; a file system failure raises StateWriteError naming the file."""
-        entry = {"key": key, "candidate": candidate, "result": result, "time": time.time()}
+    def add(self, key: str, candidate: dict, result: dict, seed: int | None = None) -> dict:
+        """Store one result (measured under ``seed``); a file system failure raises
+        StateWriteError naming the file."""
+        entry = {"key": key, "candidate": candidate, "result": result, "time": time.time(),
+                 "seed": seed}
         if self.context is not None:
             entry["context"] = self.context
         line = json.dumps(entry, sort_keys=True)
@@ -108,3 +116,28 @@ class ResultStore:
             append_line(self.path, line)
             self._entries[key] = entry
         return entry
+
+
+# A stored timing that dropped more than this share of its samples (the worker kept losing
+# its core to other processes) was measured under contention: measured again, not reused.
+CONTENDED_SHARE = 0.5
+
+
+def remeasure_reason(entry: Mapping, seed: int) -> str | None:
+    """Why a stored result cannot stand for a new measurement, or None.
+
+    Another seed asks for a fresh search (and draws other perturbed inputs to verify on),
+    so results measured under another seed are measured again; so is a timing taken under
+    contention, many of its samples dropped or given up as too busy, however long ago."""
+    if entry.get("seed") != seed:
+        return "measured under another seed"
+    timing = (entry.get("result") or {}).get("timing") or {}
+    if not isinstance(timing, Mapping):
+        return "no readable timing"
+    if timing.get("stopped") == "too_busy":
+        return "the machine was too busy to measure"
+    taken, dropped = timing.get("taken") or 0, timing.get("dropped") or 0
+    if isinstance(taken, (int, float)) and isinstance(dropped, (int, float)) and taken > 0 \
+            and dropped > CONTENDED_SHARE * taken:
+        return f"measured under contention ({dropped} of {taken} samples dropped)"
+    return None

@@ -117,7 +117,7 @@ def _tune_variant(kernel, tuning: Tuning, lock_path, row: KernelReport,
                 tuning.say(f"pytest-r3: {kernel.name}: {pool.description}")
             outcome = Tuner(kernel.name, kernel.source.hash, space, pool.servers, store,
                             optimizer=settings.optimizer, seed=settings.seed,
-                            budget=settings.budget,
+                            budget=settings.budget, remeasure=settings.retune,
                             progress=_progress(tuning, settings.budget, pool)).run()
             best, result = outcome.best_candidate, outcome.best_result
             # one source serves every bucket: rewrites are evolved without specialize= only
