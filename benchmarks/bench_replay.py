@@ -151,7 +151,7 @@ def evaluate_on_server(name: str, r3_dir: Path, variants: list[dict],
             statuses.append(result.status)
             macro_compiles.append(result.compile_seconds)
             speedups.append(result.speedup if result.ok else None)
-            raced.append(bool(result.timing.get("raced")))
+            raced.append(result.timing is not None and result.timing.raced)
         for pipeline in PIPELINE_CHANGES if pipelines else ():
             result = server.evaluate(Candidate(pipeline=pipeline, label=json.dumps(pipeline)))
             statuses.append(result.status)

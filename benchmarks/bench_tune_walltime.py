@@ -105,7 +105,7 @@ def evaluation_figures(results: Path) -> dict[str, dict]:
                     continue
                 if "seconds" in result.get("details", {}):
                     seconds.append(float(result["details"]["seconds"]))
-                raced += bool(result.get("timing", {}).get("raced"))
+                raced += bool((result.get("timing") or {}).get("raced"))
         if seconds:
             figures[kernel] = {"count": len(seconds), "median": statistics.median(seconds),
                                "total": sum(seconds), "raced": raced}

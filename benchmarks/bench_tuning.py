@@ -55,7 +55,7 @@ def search(kernel, recordings: Path, results: Path, optimizer: str, budget: int,
 
 
 def confirmed(outcome) -> float:
-    return outcome.best_result.timing["speedup"] if outcome.best_result else 1.0
+    return outcome.best_result.timing.speedup if outcome.best_result else 1.0
 
 
 def main() -> None:

@@ -77,8 +77,8 @@ def production_speedups(project: Path, r3_dir: str, kernel: str, entries: dict[s
             if not result.ok:
                 figures[label] = {"speedup": float("nan"), "settings": settings}
                 continue
-            figures[label] = {"speedup": result.timing["speedup"], "settings": settings,
-                              "iqr": (result.timing["speedup_q1"], result.timing["speedup_q3"])}
+            figures[label] = {"speedup": result.timing.speedup, "settings": settings,
+                              "iqr": (result.timing.speedup_q1, result.timing.speedup_q3)}
     return figures
 
 

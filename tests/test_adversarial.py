@@ -316,7 +316,7 @@ def test_hostile_candidate_gets_its_verdict(lab, case):
         f"{case.id}: got {verdict}, expected one of {list(case.expected)}\n{result.summary()}")
     assert elapsed < REQUEST_TIMEOUT, f"{case.id} took {elapsed:.1f} s"
     if result.status == "ok":
-        assert "speedup" in result.timing, result.summary()
+        assert result.timing is not None and result.speedup > 0, result.summary()
     else:
         first = result.diagnostics[0]
         assert "\n" not in first, f"the first diagnostic is not one line:\n{first}"

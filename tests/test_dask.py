@@ -40,7 +40,7 @@ from pytest_r3.replay.dask_pool import (  # noqa: E402
     choose_workers,
     parse_address,
 )
-from pytest_r3.replay.protocol import Candidate, KernelSpec, ReplaySettings  # noqa: E402
+from pytest_r3.replay.protocol import Candidate, KernelSpec, ReplaySettings, Result  # noqa: E402
 
 # ORDER=0 walks the matrix column by column (slow), ORDER=1 row by row; CRASH=1 writes
 # through a null pointer, a crash in the contained worker, never in the Dask worker
@@ -157,8 +157,8 @@ def test_dask_gives_the_lock_entry_of_the_local_pool(tmp_path: Path):
         # and the baseline is kept: only that may stop a run from writing the lock entry
         for project in (local, dask):
             if not (project / "r3.lock").exists():
-                assert any(r["result"]["timing"].get("within_noise") for r in results(project)
-                           if r["candidate"]["macros"]), project
+                assert any(Result.from_dict(r["result"]).timing.within_noise
+                           for r in results(project) if r["candidate"]["macros"]), project
     else:
         pytest.fail("three times, timing noise kept the baseline in one of the runs")
 
@@ -266,14 +266,14 @@ def test_pool_evaluates_on_contained_servers_that_live_across_tasks(recorded, cl
         before = client.run(lambda: sorted(p.pid for p in psutil.Process().children()))
         fast = pool.servers[0].evaluate(Candidate(macros={"ORDER": 1}, label="fast"))
         crash = pool.servers[1].evaluate(Candidate(macros={"CRASH": 1}, label="crash"))
-        assert fast.ok and fast.timing["speedup"] > 1.5, fast.summary()
+        assert fast.ok and fast.timing.speedup > 1.5, fast.summary()
         assert crash.status == "crash" and crash.label == "crash", crash.summary()
         again = pool.servers[0].evaluate(Candidate(macros={"ORDER": 1}, label="again"))
         assert again.ok, again.summary()
         rewrite = spec.source_text.replace("#if ORDER\n", "#if 1\n")  # always row by row
         assert rewrite != spec.source_text
         rewritten = pool.servers[1].evaluate(Candidate(source_text=rewrite, label="rewrite"))
-        assert rewritten.ok and rewritten.timing["speedup"] > 1.5, rewritten.summary()
+        assert rewritten.ok and rewritten.timing.speedup > 1.5, rewritten.summary()
         after = client.run(lambda: sorted(p.pid for p in psutil.Process().children()))
         # one replay server per worker, started with the pool: a candidate costs a task,
         # not a server start (only the crashed one was replaced)

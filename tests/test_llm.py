@@ -17,6 +17,7 @@ from pytest_r3.llm.client import LLMClient, LLMSettings
 from pytest_r3.llm.feedback import explain
 from pytest_r3.llm.parse import parse_answer
 from pytest_r3.llm.testing import Scripted, ScriptedChatServer
+from pytest_r3.replay.measurement import Timing
 from pytest_r3.replay.protocol import Result
 
 NAIVE = textwrap.dedent("""\
@@ -82,10 +83,14 @@ def test_feedback_is_specific_and_actionable():
     wrong = Result("wrong_output", diagnostics=["c: 4 of 16 element(s) differ; first at [0, 1]"],
                    details={"kind": "mismatch"})
     assert "first at [0, 1]" in explain(wrong) and "initialise" in explain(wrong)
-    fast = Result("ok", timing={"speedup": 3.0, "candidate_median": 1e-3,
-                                "baseline_median": 3e-3})
-    assert "3.00x the baseline" in explain(fast, parent_speedup=1.5)
+    fast = Result("ok", timing=Timing.from_samples([3e-3] * 5, [1e-3] * 5))
+    assert "CORRECT, faster: 3.00x the baseline" in explain(fast, parent_speedup=1.5)
     assert "2.00x the parent" in explain(fast, parent_speedup=1.5)
+    unclear = Result("ok", timing=Timing.from_samples([3e-3] * 5, [1e-3, 6e-3, 1e-3, 6e-3,
+                                                                   1e-3]))
+    assert "CORRECT, no faster" in explain(unclear)  # its interval reaches below 1
+    busy = Result("too_busy", diagnostics=["the machine was too busy to measure"])
+    assert "too busy" in explain(busy) and "nothing about the rewrite" in explain(busy)
 
 
 def test_retrieval_ranks_examples_by_what_the_code_does():

@@ -109,8 +109,8 @@ def test_baseline_is_ok_and_about_as_fast_as_itself(server):
     result = server.evaluate(Candidate(label="baseline"))
     assert result.status == "ok", result.summary()
     assert result.diagnostics == [] and not result.review
-    assert result.timing["rounds"] == FAST.timing_rounds
-    assert result.timing["within_noise"] or 0.75 < result.speedup < 1.33
+    assert result.timing.rounds == FAST.timing_rounds
+    assert result.timing.within_noise or 0.75 < result.speedup < 1.33
     assert set(result.compile_seconds) == {"clang", "llvm"}
     assert result.label == "baseline" and result.candidate_key == Candidate().key()
 
@@ -142,8 +142,8 @@ def test_a_faster_pipeline_is_accepted_with_a_speedup(recorded, tmp_path):
         result = server.evaluate(Candidate(pipeline={"level": 3}, label="O3"))
     assert result.status == "ok", result.summary()
     assert result.speedup > 1.5
-    assert result.timing["candidate_median"] < result.timing["baseline_median"]
-    assert not result.timing["within_noise"]
+    assert result.timing.candidate_median < result.timing.baseline_median
+    assert not result.timing.within_noise
     assert result.compile_seconds["clang"] < 0.01  # pipeline-only change: IR was cached
     # above the sanity bound the result is re-verified and flagged, not rejected
     assert result.review == (result.speedup > settings.sanity_bound)
@@ -174,10 +174,10 @@ def test_a_clearly_slower_candidate_stops_timing_early_and_a_close_one_does_not(
         unraced_slow = server.evaluate(Candidate(source_text=SLOW_REWRITE, label="in full"))
         same = server.evaluate(Candidate(label="baseline again", race_against=0.8))
     assert slow.status == "ok", slow.summary()
-    assert slow.timing["raced"] and slow.timing["rounds"] <= 4, str(slow.timing)
+    assert slow.timing.raced and slow.timing.rounds <= 4, str(slow.timing)
     assert slow.speedup < 0.5
-    assert not unraced_slow.timing["raced"] and unraced_slow.timing["rounds"] == 8
-    assert not same.timing["raced"] and same.timing["rounds"] == 8
+    assert not unraced_slow.timing.raced and unraced_slow.timing.rounds == 8
+    assert not same.timing.raced and same.timing.rounds == 8
 
 
 # wrong only where n is large (the smallest recording passes): fast there, it does half
@@ -219,7 +219,7 @@ def test_a_race_loser_is_verified_on_the_smallest_recording_only_and_never_kept(
                                           label="slow loser", race_against=1.0))
         confirmed = server.evaluate(Candidate(source_text=SLOW_AND_WRONG_WHEN_LARGE,
                                               label="confirmed"))
-    assert raced.status == "ok" and raced.timing["raced"], raced.summary()
+    assert raced.status == "ok" and raced.timing.raced, raced.summary()
     assert raced.details["verified"].startswith("smallest recording")
     assert confirmed.status == "wrong_output", confirmed.summary()
 
@@ -691,17 +691,17 @@ def test_a_racing_candidate_is_timed_against_the_best_so_far_and_scaled_to_the_b
         loser_direct = server.evaluate(Candidate(pipeline={"loop_unroll": False}))
         loser = server.evaluate(Candidate(
             pipeline={"loop_unroll": False}, race_against=best.speedup,
-            race_with={**fast, "case_speedups": [c["speedup"] for c in best.timing["cases"]]}))
+            race_with={**fast, "case_speedups": [c.speedup for c in best.timing.cases]}))
         # raced against a configuration no faster than the baseline, said to be 1.1x
         winner = server.evaluate(Candidate(macros={"ORDER": 1}, pipeline={"level": 2},
                                            race_against=1.1, race_with=slow))
-    assert "reference" not in best.timing and "reference" not in loser_direct.timing
-    assert loser.ok and loser.timing["raced"], loser.summary()
-    assert loser.timing["reference"]["speedup"] == best.speedup
+    assert best.timing.direct and loser_direct.timing.direct
+    assert loser.ok and loser.timing.raced, loser.summary()
+    assert loser.timing.basis == "best_so_far" and loser.timing.scaled_by == best.speedup
     assert 0.5 < loser.speedup / loser_direct.speedup < 2, (loser.timing, loser_direct.timing)
-    largest = loser.timing["cases"][0]["speedup"] / loser_direct.timing["cases"][0]["speedup"]
+    largest = loser.timing.cases[0].speedup / loser_direct.timing.cases[0].speedup
     assert 0.5 < largest < 2  # each timed case is scaled by the best's speedup on it
-    assert winner.ok and "reference" not in winner.timing, winner.timing
+    assert winner.ok and winner.timing.direct, winner.timing
     assert winner.details["verified"] == "in full"
     assert winner.speedup > 1.5
 

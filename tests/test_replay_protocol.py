@@ -97,7 +97,15 @@ def test_decode_refuses_anything_but_a_known_event_with_a_mapping(message, fragm
 
 def test_statuses_are_the_documented_ones():
     assert protocol.STATUSES == ("ok", "compile_error", "sandbox_violation", "crash",
-                                 "timeout", "wrong_output")
+                                 "timeout", "wrong_output", "too_busy", "invalid")
+    with pytest.raises(ValueError, match="unknown status 'okay'"):
+        Result.from_dict({"status": "okay"})
+
+
+def test_a_worker_cannot_claim_a_status_only_the_parent_gives():
+    """A worker may refuse a variant (compile_error...), never call it ok, too busy or
+    invalid: those are decided outside it."""
+    assert set(protocol.REJECTIONS) == set(protocol.STATUSES) - {"ok", "too_busy", "invalid"}
 
 
 # -- dataclasses ------------------------------------------------------------------------------
@@ -134,21 +142,67 @@ def test_candidate_key_tells_variants_apart():
 def test_result_round_trips_through_json():
     result = Result(status="wrong_output", candidate_key="0123", label="c",
                     diagnostics=["out: 1 of 10 element(s) differ"],
-                    timing={}, compile_seconds={"clang": 0.01, "llvm": 0.02},
+                    timing=None, compile_seconds={"clang": 0.01, "llvm": 0.02},
                     review=False, details={"kind": "mismatch", "buffer": "out"})
     again = Result.from_dict(_through_json(result.as_dict()))
     assert again == result
     assert not again.ok and again.speedup is None
 
 
+def test_a_timed_result_round_trips_through_json_as_a_typed_value():
+    from pytest_r3.replay.measurement import CaseTiming, Timing, Workload
+
+    case = CaseTiming(2.0, (2e-3, 2.1e-3, 2e-3), (1e-3, 1e-3, 1.1e-3),
+                      Workload("abc", "benchmark", "n=3"))
+    timing = Timing((4e-3, 4.2e-3, 4e-3), (2e-3, 2e-3, 2.2e-3), (case,), (7,),
+                    warmup_rounds=2, stopped="settled", timed_on="workloads", dropped=3,
+                    taken=12).against_baseline(1.5)
+    result = Result("ok", candidate_key="k", timing=timing)
+    again = Result.from_dict(_through_json(result.as_dict()))
+    assert again == result
+    assert again.timing.basis == "best_so_far" and not again.timing.direct
+    assert again.timing.workloads[0].workload.origin == "benchmark"
+    assert again.speedup == pytest.approx(3.0) and again.timing.dropped_share == 0.25
+
+
+def test_a_result_stored_before_timings_were_typed_is_read():
+    """Result files written by the previous version (a timing dict whose ``reference`` key
+    meant "scaled from the best so far") stay readable: the figures come from the samples."""
+    stored = {"status": "ok", "candidate_key": "k", "label": "", "diagnostics": [],
+              "compile_seconds": {}, "review": False, "details": {},
+              "timing": {"baseline_median": 6e-3, "candidate_median": 2e-3, "speedup": 3.0,
+                         "speedup_q1": 2.9, "speedup_q3": 3.1, "rounds": 3,
+                         "warmup_rounds": 1, "repeats": [4], "within_noise": False,
+                         "raced": True, "stopped": "raced",
+                         "baseline_samples": [6e-3, 6.1e-3, 6e-3],
+                         "candidate_samples": [2e-3, 2e-3, 2.1e-3],
+                         "cases": [{"weight": 1.0, "baseline_median": 6e-3,
+                                    "candidate_median": 2e-3, "speedup": 3.0,
+                                    "baseline_samples": [6e-3, 6.1e-3, 6e-3],
+                                    "candidate_samples": [2e-3, 2e-3, 2.1e-3]}],
+                         "reference": {"speedup": 1.5, "median": 4e-3},
+                         "timed_on": "workloads",
+                         "workloads": [{"key": "abc", "origin": "benchmark", "shape": "n=3",
+                                        "weight": 1.0}]}}
+    result = Result.from_dict(stored)
+    assert result.timing.basis == "best_so_far" and result.timing.scaled_by == 1.5
+    assert result.timing.raced and result.timing.stopped == "raced"
+    assert result.speedup == pytest.approx(3.0)
+    assert result.timing.workloads[0].workload.key == "abc"
+    failed = Result.from_dict({**stored, "status": "crash", "timing": {}})
+    assert failed.timing is None
+
+
 def test_result_summary_reports_speedup_and_diagnostics():
-    timing = {"speedup": 2.5, "speedup_q1": 2.4, "speedup_q3": 2.6,
-              "candidate_median": 4e-6, "baseline_median": 1e-5, "within_noise": False}
+    from pytest_r3.replay.measurement import Timing
+
+    timing = Timing.from_samples([1e-5] * 5, [4e-6, 4e-6, 4e-6, 4.1e-6, 3.9e-6])
     ok = Result("ok", timing=timing)
-    assert ok.ok and ok.speedup == 2.5
-    assert ok.summary() == ("ok: speedup 2.500x (IQR 2.400-2.600), candidate 4.0 us vs "
+    assert ok.ok and ok.speedup == pytest.approx(2.5)
+    assert ok.summary() == ("ok: speedup 2.500x (95% CI 2.439-2.564), candidate 4.0 us vs "
                             "baseline 10.0 us")
-    flagged = Result("ok", timing={**timing, "within_noise": True}, review=True)
+    same = Timing.from_samples([1e-5] * 5, [0.99e-5, 1e-5, 1.01e-5, 1e-5, 1e-5])
+    flagged = Result("ok", timing=same, review=True)
     assert "(within noise)" in flagged.summary() and "marked for review" in flagged.summary()
     failed = Result("crash", diagnostics=["the worker died with SIGSEGV"])
     assert failed.summary() == "crash\n  the worker died with SIGSEGV"

@@ -15,6 +15,7 @@ import time
 import pytest
 
 import pytest_r3 as r3
+from pytest_r3.replay.measurement import Timing
 from pytest_r3.replay.protocol import OK, Result
 from pytest_r3.search.parametrization import SearchSpace
 from pytest_r3.search.results import ResultStore
@@ -40,7 +41,12 @@ class StandInServer:
         self.log.append((self.name, candidate.key(), began, time.perf_counter(),
                          candidate.race_against, candidate.race_with))
         speedup = speedup_of({**{"A": 0, "B": 0}, **candidate.macros})
-        return Result(OK, timing={"speedup": speedup, "raced": False})
+        return Result(OK, timing=measured(speedup))
+
+
+def measured(speedup: float, **fields) -> Timing:
+    """A timing whose five rounds all give ``speedup``."""
+    return Timing.from_samples([speedup * 1e-3] * 5, [1e-3] * 5, **fields)
 
 
 def space(tmp_path) -> SearchSpace:
@@ -123,8 +129,8 @@ def test_a_confirmation_far_below_the_search_is_measured_once_more_and_the_repea
             result = super().evaluate(candidate)
             if candidate.race_against is None:  # a confirmation: the first one is disturbed
                 factor = 0.5 if not confirmations else 0.97
-                result.timing["speedup"] *= factor
-                confirmations.append(result.timing["speedup"])
+                result.timing = measured(result.speedup * factor)
+                confirmations.append(result.speedup)
             return result
 
     log: list = []
@@ -145,8 +151,8 @@ def test_the_best_speedup_measured_against_the_baseline_is_always_a_finalist(tmp
         def evaluate(self, candidate) -> Result:
             result = super().evaluate(candidate)
             if candidate.race_with is not None:  # scaled, and reading 30% high
-                result.timing.update(speedup=result.timing["speedup"] * 1.3,
-                                     reference={"speedup": candidate.race_against})
+                result.timing = measured(result.speedup * 1.3, basis="best_so_far",
+                                         scaled_by=candidate.race_against)
             return result
 
     log: list = []

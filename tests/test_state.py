@@ -420,6 +420,20 @@ def test_a_torn_last_line_does_not_swallow_the_next_result(tmp_path):
     assert "first" in again and "second" in again and len(again) == 2
 
 
+def test_a_stored_result_that_cannot_be_read_is_measured_again(tmp_path):
+    """A stored timing no version could have written (samples missing) reads as no result:
+    the tuner evaluates that configuration again instead of failing or trusting it."""
+    from pytest_r3.search.results import ResultStore
+
+    store = ResultStore(tmp_path, "k", "cpu-x")
+    store.add("good", {}, {"status": "crash", "timing": {}})
+    store.add("bad", {}, {"status": "ok", "timing": {"speedup": 3.0}})
+    again = ResultStore(tmp_path, "k", "cpu-x")
+    assert again.result("good").status == "crash"
+    assert "bad" in again and again.result("bad") is None
+    assert again.result("absent") is None
+
+
 # -- recordings: concurrent saves, corrupt files -------------------------------------------------
 
 def _record(root: str, source: str, seeds: list[int], slow: bool) -> None:

@@ -363,20 +363,16 @@ def test_malformed_workload_metadata_is_named(tmp_path: Path):
 
 
 def test_the_worker_must_send_one_figure_per_timed_case():
-    from pytest_r3.replay.client import checked_timing
-    from pytest_r3.replay.process import WorkerDied
+    from pytest_r3.replay.measurement import MalformedTiming, Timing
 
-    case = {"weight": 2.0, "baseline_median": 2e-3, "candidate_median": 1e-3, "speedup": 2.0,
-            "baseline_samples": [2e-3], "candidate_samples": [1e-3]}
-    timing = {"baseline_median": 4e-3, "candidate_median": 2e-3, "speedup": 2.0,
-              "speedup_q1": 2.0, "speedup_q3": 2.0, "baseline_samples": [4e-3],
-              "candidate_samples": [2e-3], "rounds": 1, "repeats": [1],
-              "within_noise": False, "cases": [case]}
-    assert checked_timing(timing, [2.0])["cases"][0]["speedup"] == 2.0
-    with pytest.raises(WorkerDied):  # figures for other weights than the judge sent
-        checked_timing(timing, [1.0])
-    with pytest.raises(WorkerDied):
-        checked_timing({**timing, "cases": [{**case, "speedup": -1.0}]}, [2.0])
+    case = {"weight": 2.0, "baseline_samples": [2e-3], "candidate_samples": [1e-3]}
+    timing = {"format": 2, "basis": "baseline", "baseline_samples": [4e-3],
+              "candidate_samples": [2e-3], "repeats": [1], "cases": [case]}
+    assert Timing.from_dict(timing, [2.0]).cases[0].speedup == pytest.approx(2.0)
+    with pytest.raises(MalformedTiming):  # figures for other weights than the judge sent
+        Timing.from_dict(timing, [1.0])
+    with pytest.raises(MalformedTiming):
+        Timing.from_dict({**timing, "cases": [{**case, "candidate_samples": [-1.0]}]}, [2.0])
 
 
 def test_workloads_under_xdist(project: Path):
@@ -394,16 +390,18 @@ def test_workloads_under_xdist(project: Path):
 
 def test_a_large_speedup_with_a_wide_spread_is_not_noise():
     """Production-sized launches of a cache-bound baseline spread widely (1.2 ms in one
-    round, 13 ms in the next): a 15x median whose quartiles are 5x and 40x is no noise, and
-    was called noise when the spread was compared with the distance from 1 in ratio units."""
-    from pytest_r3.replay.timing import within_noise
+    round, 13 ms in the next): a 15x median whose interval runs from 5x to 40x is no noise,
+    and was called noise when the spread was compared with the distance from 1 in ratio
+    units. What decides is where the whole interval lies against the band."""
+    from pytest_r3.replay.statistics import verdict
 
-    assert not within_noise(5.0, 15.0, 40.0)
-    assert not within_noise(1.03, 1.05, 1.07)       # narrow, above the floor
-    assert within_noise(0.98, 1.10, 1.30)           # the spread reaches 1
-    assert within_noise(0.99, 1.01, 1.02)           # under the 2% floor
-    assert not within_noise(1.01, 1.03, 1.05)       # as before: beyond half the spread
-    assert not within_noise(0.2, 0.3, 0.5)          # clearly slower is no noise either
+    assert verdict((5.0, 40.0)) == "faster"
+    assert verdict((1.03, 1.07)) == "faster"        # narrow, above the floor
+    assert verdict((0.98, 1.30)) == "within"        # the interval reaches 1
+    assert verdict((0.99, 1.02)) == "within"        # under the 2% floor
+    assert verdict((1.01, 1.05)) == "within"        # starts inside the floor: no claim
+    assert verdict((1.03, 1.07), band=0.05) == "within"  # inside this machine's band
+    assert verdict((0.2, 0.5)) == "slower"          # clearly slower is no noise either
 
 
 def test_an_entry_timed_on_other_inputs_is_replaced_not_compared(tmp_path: Path):

@@ -176,7 +176,7 @@ class Evolution:
         key = configuration_key(self.source_hash, candidate.key())
         stored = self.store.reusable(key, self.settings.seed)
         if stored is not None:
-            return Result.from_dict(stored["result"])
+            return stored
         result = self.servers[0].evaluate(candidate)
         self.store.add(key, candidate.as_dict(), result.as_dict(), self.settings.seed)
         return result
@@ -231,10 +231,10 @@ class Evolution:
             self.stats.valid_first_try += 1
         else:
             self.stats.valid_after_repair += 1
-        speedup = result.timing["speedup"]
+        speedup = result.timing.speedup if result.timing is not None else 1.0
         macros, pipeline, tuned = self._inner_search(parsed.source)
-        if tuned is not None and tuned.timing["speedup"] > speedup:
-            speedup = tuned.timing["speedup"]
+        if tuned is not None and tuned.timing is not None and tuned.timing.speedup > speedup:
+            speedup = tuned.timing.speedup
         else:
             macros, pipeline = {}, {}
         elite = Elite(parsed.source, 1.0 / speedup, speedup, macros, pipeline, generation,

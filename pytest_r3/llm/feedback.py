@@ -50,18 +50,21 @@ def explain(result: Result, parent_speedup: float | None = None) -> str:
             "modified_input": "an input array was modified: only write the output arrays",
         }.get(kind, "the outputs must match the original kernel for every input")
         return f"WRONG OUTPUT: {text[:500]} -> {tip}."
-    if result.ok and result.timing:
-        speedup = result.timing["speedup"]
+    if result.status == "too_busy":
+        return ("CORRECT, NOT TIMED: the machine was too busy to measure it; this says "
+                "nothing about the rewrite. Keep it or try another transformation.")
+    if result.ok and result.timing is not None:
+        speedup = result.timing.speedup
         versus = ""
         if parent_speedup:
             versus = f", {speedup / parent_speedup:.2f}x the parent's"
-        verdict = ("faster" if speedup > 1.02 else "no faster" if speedup > 0.98
-                   else "slower")
+        verdict = {"faster": "faster", "within": "no faster",
+                   "slower": "slower"}[result.timing.verdict()]
         return (f"CORRECT, {verdict}: {speedup:.2f}x the baseline{versus} "
-                f"({result.timing['candidate_median'] * 1e6:.1f} us vs "
-                f"{result.timing['baseline_median'] * 1e6:.1f} us). "
-                + ("Try a different transformation of the hot loop nest."
-                   if speedup <= 1.02 else "Build on this."))
+                f"({result.timing.candidate_median * 1e6:.1f} us vs "
+                f"{result.timing.baseline_median * 1e6:.1f} us). "
+                + ("Build on this." if verdict == "faster"
+                   else "Try a different transformation of the hot loop nest."))
     return f"{result.status}: {text[:300]}"
 
 

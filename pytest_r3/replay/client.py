@@ -11,17 +11,16 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
-import numpy as np
-
 from ..backends import get_backend
 from ..errors import R3Error
 from ..record.store import RecordingStore
 from . import protocol
 from .compile import CandidateCompiler
 from .judge import Case, Judge, ReferenceError
+from .measurement import RACE_STOPS, MalformedTiming, Timing, Workload
 from .process import DEFAULT_ADDRESS_SPACE, WorkerDied, WorkerProcess
 from .protocol import Candidate, KernelSpec, Rejected, ReplaySettings, Result
-from .timing import NOISE_FLOOR, within_noise
+from .statistics import NOISE_FLOOR
 
 
 class ReplayError(R3Error):
@@ -267,13 +266,13 @@ class ReplayServer:
             # candidates already fail. One that is not clearly slower is verified in full.
             self.judge.verify_smallest(run)
             timing = self._time(name, candidate.race_against, candidate.race_with)
-            if timing["raced"]:
+            if timing.raced:
                 result.timing = timing
                 result.details["verified"] = "smallest recording (lost the race, never kept)"
                 self._ask("drop", {"name": name}, self.request_timeout)
                 return result
-            if "reference" in timing and \
-                    timing["speedup"] > candidate.race_against * (1 + NOISE_FLOOR):
+            if not timing.direct and \
+                    timing.speedup > candidate.race_against * (1 + NOISE_FLOOR):
                 # clearly ahead: it may become the best, which later candidates are scaled
                 # by, so its own speedup is measured against the baseline (no chain of
                 # scaled estimates, whose errors would compound)
@@ -297,11 +296,11 @@ class ReplayServer:
         # clearly ahead of the best: against the baseline until it is clearly ahead there too
         result.timing = timing or self._time(name, candidate.race_against if racing else None)
         result.details["verified"] = "in full"
-        if result.timing["speedup"] > self.settings.sanity_bound:
+        if result.timing.speedup > self.settings.sanity_bound:
             self.judge.verify(run, self.judge.reserve())
             result.review = True
             result.diagnostics.append(
-                f"speedup {result.timing['speedup']:.1f}x is above the sanity bound of "
+                f"speedup {result.timing.speedup:.1f}x is above the sanity bound of "
                 f"{self.settings.sanity_bound:g}x: verified again on "
                 f"{len(self.judge.reserve())} more perturbed input sets; review it before "
                 "trusting it")
@@ -328,7 +327,7 @@ class ReplayServer:
         return "reference"
 
     def _time(self, name: str, race_against: float | None = None,
-              race_with: dict | None = None) -> dict:
+              race_with: dict | None = None) -> Timing:
         """Interleaved timing, then the buffers the timed runs used must hold right answers
         after as many launches in a row as a timed sample made (unless the candidate lost
         its race: it is never kept, so its buffers need no check)."""
@@ -348,23 +347,26 @@ class ReplayServer:
             "race_against": None if race_against is None else race_against / scale,
             "checks": [[case.fills(s) for case, s in zip(timed, parity, strict=True)]
                        for parity in seeds], "weights": weights}, self.request_timeout)
-        timing = checked_timing(data.get("timing"), weights)
+        try:
+            timing = Timing.from_dict(data.get("timing"), weights)
+        except MalformedTiming as exc:
+            raise WorkerDied(Result(protocol.CRASH, diagnostics=[
+                f"the worker sent {exc}"], details={"kind": "protocol"})) from None
         if reference != "baseline":
             per_case = list((race_with or {}).get("case_speedups") or [])
-            timing = against_baseline(timing, scale, per_case if len(per_case) == len(timed)
-                                      else None)
-        timing["timed_on"] = ("workloads" if any(c.origin == "workload" for c in timed)
-                              else "test inputs")
-        if timing["timed_on"] == "workloads":  # the report gives each one's speedup
-            timing["workloads"] = [
-                {"key": case.recording.key, "origin": case.recording.workload["origin"],
-                 "shape": case.recording.shape_signature, **figures}
-                for case, figures in zip(timed, timing["cases"], strict=True)]
-        if race_against is None and (timing["raced"] or timing["stopped"] in RACE_STOPS):
+            timing = timing.against_baseline(scale, per_case if len(per_case) == len(timed)
+                                             else None)
+        if any(c.origin == "workload" for c in timed):  # the report gives each one's speedup
+            timing = timing.on("workloads", [
+                Workload(case.recording.key, case.recording.workload["origin"],
+                         case.recording.shape_signature) for case in timed])
+        else:
+            timing = timing.on("test inputs")
+        if race_against is None and (timing.raced or timing.stopped in RACE_STOPS):
             raise WorkerDied(Result(protocol.CRASH, diagnostics=[
                 "the worker stopped timing a candidate that was not racing"],
                 details={"kind": "protocol"}))
-        if timing["raced"]:  # a loser's buffers are not checked: it is never kept
+        if timing.raced:  # a loser's buffers are not checked: it is never kept
             return timing
         which = arrays.get("set")
         if which is None or which.shape != (1,) or int(which[0]) not in (0, 1):
@@ -387,65 +389,3 @@ class ReplayServer:
             return self._ask("ping", {}, 30)[0] == "pong"
         except (WorkerDied, Rejected):
             return False
-
-
-def against_baseline(timing: dict, scale: float, case_scales: list[float] | None = None
-                     ) -> dict:
-    """Figures timed against the best configuration so far (its speedup: ``scale``) as
-    figures against the baseline: each ratio times ``scale``, each reference time times
-    ``scale`` (what the baseline would take); each timed case's by that configuration's own
-    speedup on it (``case_scales``; the total's when unknown)."""
-    case_scales = case_scales or [scale] * len(timing["cases"])
-    scaled = dict(timing, reference={"speedup": scale,
-                                     "median": timing["baseline_median"]})
-    for key in ("speedup", "speedup_q1", "speedup_q3", "baseline_median"):
-        scaled[key] = timing[key] * scale
-    scaled["baseline_samples"] = [x * scale for x in timing["baseline_samples"]]
-    scaled["cases"] = [dict(case, speedup=case["speedup"] * factor,
-                            baseline_median=case["baseline_median"] * factor,
-                            baseline_samples=[x * factor for x in case["baseline_samples"]])
-                       for case, factor in zip(timing["cases"], case_scales, strict=True)]
-    scaled["within_noise"] = within_noise(scaled["speedup_q1"], scaled["speedup"],
-                                          scaled["speedup_q3"])
-    return scaled
-
-
-RACE_STOPS = ("raced", "tied", "ahead")  # reasons to stop timing that only a race has
-
-_TIMING_NUMBERS = ("baseline_median", "candidate_median", "speedup", "speedup_q1",
-                   "speedup_q3")
-
-
-def checked_timing(timing: object, weights: list[float] | None = None) -> dict:
-    """The worker's timing figures, only if they are well-formed positive numbers (and one
-    per-case entry per timed case, carrying the weight it was sent)."""
-    try:
-        numbers = {key: float(timing[key]) for key in _TIMING_NUMBERS}
-        samples = {key: [float(x) for x in timing[key]]
-                   for key in ("baseline_samples", "candidate_samples")}
-        cases = [{"weight": float(case["weight"]),
-                  **{key: float(case[key])
-                     for key in ("baseline_median", "candidate_median", "speedup")},
-                  **{key: [float(x) for x in case[key]]
-                     for key in ("baseline_samples", "candidate_samples")}}
-                 for case in timing["cases"]]
-        clean = {**numbers, **samples, "rounds": int(timing["rounds"]),
-                 "repeats": [int(x) for x in timing["repeats"]],
-                 "within_noise": bool(timing["within_noise"]), "cases": cases,
-                 "raced": bool(timing.get("raced", False)),
-                 "stopped": str(timing.get("stopped", ""))}
-        if clean["stopped"] not in ("", "settled", *RACE_STOPS):
-            raise ValueError("unknown reason to stop timing")
-        if weights is not None and [c["weight"] for c in cases] != [float(w) for w in weights]:
-            raise ValueError("per-case figures do not match the timed cases")
-    except (KeyError, TypeError, ValueError):
-        raise WorkerDied(Result(protocol.CRASH, diagnostics=[
-            "the worker sent malformed timing figures"], details={"kind": "protocol"})) from None
-    values = [*numbers.values(), *clean["baseline_samples"], *clean["candidate_samples"]]
-    values += [c[key] for c in cases for key in ("baseline_median", "candidate_median",
-                                                 "speedup")]
-    values += [x for c in cases for x in (*c["baseline_samples"], *c["candidate_samples"])]
-    if not all(np.isfinite(v) and v > 0 for v in values):
-        raise WorkerDied(Result(protocol.CRASH, diagnostics=[
-            "the worker sent impossible timing figures"], details={"kind": "protocol"}))
-    return clean

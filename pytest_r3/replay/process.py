@@ -105,9 +105,9 @@ class WorkerProcess:
                 f"the worker failed: {reply.get('message')}"],
                 details={"kind": "worker_error", "traceback": reply.get("traceback", "")}))
         if answer == "rejected" and event in ("build", "run", "time", "call"):
-            status = str(reply.get("status"))
-            if status not in protocol.STATUSES or status == protocol.OK:
-                status = protocol.COMPILE_ERROR
+            claimed = str(reply.get("status"))
+            status = next((s for s in protocol.REJECTIONS if s == claimed),
+                          protocol.COMPILE_ERROR)
             raise Rejected(status, str(reply.get("kind", "compile_error")),
                            str(reply.get("message")))
         if answer != ANSWERS.get(event):

@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass, field, replace
+from typing import Literal, get_args
 
 import numpy as np
 
 from ..model.configuration import Configuration
+from .measurement import Timing
 
 CLIENT_EVENTS = ("load", "cases", "seal", "build", "run", "time", "drop", "call", "ping",
                  "shutdown")
@@ -26,13 +28,23 @@ WORKER_EVENTS = ("loaded", "ready", "sealed", "built", "outputs", "timed", "drop
 ARRAY_KINDS = "biuf"
 MAX_ARRAYS = 4096
 
-OK = "ok"
-COMPILE_ERROR = "compile_error"
-SANDBOX_VIOLATION = "sandbox_violation"
-CRASH = "crash"
-TIMEOUT = "timeout"
-WRONG_OUTPUT = "wrong_output"
-STATUSES = (OK, COMPILE_ERROR, SANDBOX_VIOLATION, CRASH, TIMEOUT, WRONG_OUTPUT)
+# Every status an evaluation can end with. ``invalid``: a point the search space refuses
+# (never run); ``too_busy``: the machine took the core away from too many samples to
+# measure anything (see docs/record-and-replay.md).
+Status = Literal["ok", "compile_error", "sandbox_violation", "crash", "timeout",
+                 "wrong_output", "too_busy", "invalid"]
+STATUSES: tuple[Status, ...] = get_args(Status)
+OK: Status = "ok"
+COMPILE_ERROR: Status = "compile_error"
+SANDBOX_VIOLATION: Status = "sandbox_violation"
+CRASH: Status = "crash"
+TIMEOUT: Status = "timeout"
+WRONG_OUTPUT: Status = "wrong_output"
+TOO_BUSY: Status = "too_busy"
+INVALID: Status = "invalid"
+# what a worker may say a variant it refused has: the rest are the parent's to decide
+REJECTIONS: tuple[Status, ...] = (COMPILE_ERROR, SANDBOX_VIOLATION, CRASH, TIMEOUT,
+                                  WRONG_OUTPUT)
 # exit status of a worker that ended itself after a kernel faulted on a GPU
 DEVICE_FAULT_EXIT = 75
 
@@ -44,7 +56,7 @@ class ProtocolError(RuntimeError):
 class Rejected(Exception):
     """A candidate failed a check: its status, the class of failure (``kind``) and why."""
 
-    def __init__(self, status: str, kind: str, message: str, *, explanation: str = "",
+    def __init__(self, status: Status, kind: str, message: str, *, explanation: str = "",
                  **details: object) -> None:
         super().__init__(message)
         self.status = status
@@ -221,13 +233,14 @@ class Candidate(Configuration):
 
 @dataclass
 class Result:
-    """What evaluating a candidate gave; a failure is a result, never an exception."""
+    """What evaluating a candidate gave; a failure is a result, never an exception.
+    ``timing``: the measurement, None when nothing was timed."""
 
-    status: str
+    status: Status
     candidate_key: str = ""
     label: str = ""
     diagnostics: list[str] = field(default_factory=list)
-    timing: dict = field(default_factory=dict)
+    timing: Timing | None = None
     compile_seconds: dict = field(default_factory=dict)
     review: bool = False
     details: dict = field(default_factory=dict)
@@ -238,7 +251,7 @@ class Result:
 
     @property
     def speedup(self) -> float | None:
-        return self.timing.get("speedup")
+        return None if self.timing is None else self.timing.speedup
 
     @property
     def kind(self) -> str | None:
@@ -252,20 +265,30 @@ class Result:
         return f"{self.status}{kind}" + (f": {first}" if first else "")
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        return {**{name: getattr(self, name) for name in self.__dataclass_fields__},
+                "timing": None if self.timing is None else self.timing.as_dict()}
 
     @classmethod
     def from_dict(cls, data: dict) -> Result:
-        return cls(**data)
+        """The result ``data`` describes (this version's shape or the one stored before
+        timings were typed); MalformedTiming or ValueError when it cannot be read."""
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        if known.get("status") not in STATUSES:
+            raise ValueError(f"unknown status {known.get('status')!r}")
+        timing = known.pop("timing", None)
+        return cls(**known, timing=Timing.from_dict(timing) if timing else None)
 
     def summary(self) -> str:
         text = self.status
-        if self.ok and self.timing:
+        if self.ok and self.timing is not None:
             t = self.timing
-            text += (f": speedup {t['speedup']:.3f}x (IQR {t['speedup_q1']:.3f}-"
-                     f"{t['speedup_q3']:.3f}), candidate {t['candidate_median'] * 1e6:.1f} us"
-                     f" vs baseline {t['baseline_median'] * 1e6:.1f} us")
-            if t.get("within_noise"):
+            low, high = t.interval
+            text += (f": speedup {t.speedup:.3f}x (95% CI {low:.3f}-{high:.3f}), candidate "
+                     f"{t.candidate_median * 1e6:.1f} us vs baseline "
+                     f"{t.baseline_median * 1e6:.1f} us")
+            if t.dropped:
+                text += f", {t.dropped} of {t.taken} samples dropped (descheduled)"
+            if t.within_noise:
                 text += " (within noise)"
         if self.review:
             text += " [marked for review: speedup above the sanity bound]"

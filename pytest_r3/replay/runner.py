@@ -121,7 +121,8 @@ class Runner:
                                           "min_sample_seconds": 0.0})
         args = [self._arguments(self.cases[0], {}, 0)[0] for _ in range(2)]
         baseline = self.variants["baseline"]
-        interleaved_speedup(self.backend, baseline, baseline, args[:1], args[1:], quick)
+        interleaved_speedup(self.backend, baseline, baseline, args[:1], args[1:],
+                            quick).as_dict()
 
     # -- requests -----------------------------------------------------------------------------
     def run(self, variant: str, case_index: int, fills: dict, guard_seed: int,
@@ -168,20 +169,20 @@ class Runner:
                 stop_ahead=self.settings.race_rounds if reference != "baseline"
                 else self.settings.min_timing_rounds)
             self._repeats.update(((reference, index), count)
-                                 for index, count in zip(case_indices, timing["repeats"]))
+                                 for index, count in zip(case_indices, timing.repeats))
         except KernelFault as fault:
             end_worker(fault)
-        if timing["raced"]:  # a loser is never kept: its buffers need no check
-            return {"timing": timing}, {}
+        if timing.raced:  # a loser is never kept: its buffers need no check
+            return {"timing": timing.as_dict()}, {}
         # the set of buffers the candidate ran on last (timing trades them every other round)
-        last_round = timing["warmup_rounds"] + timing["rounds"] - 1
+        last_round = timing.warmup_rounds + timing.rounds - 1
         last_set = sets["base" if last_round // 2 % 2 else "cand"]
         arrays = {}
         for position, (args, buffers) in enumerate(last_set):
             # as many launches in a row on these buffers as one timed sample made, each on
             # refilled buffers; the last two come back
             case = self.cases[case_indices[position]]
-            launches = max(2, timing["repeats"][position])
+            launches = max(2, timing.repeats[position])
             for launch in range(launches):
                 for number, (buffer, slot) in enumerate(zip(buffers, case.slots, strict=True)):
                     buffer.fill(slot.values, checks[launch % 2][position].get(str(number)))
@@ -190,8 +191,7 @@ class Runner:
                     for number, buffer in enumerate(buffers):
                         arrays[f"{position}.{number}.{launch % 2}"] = buffer.storage.copy()
         arrays["set"] = np.array([0 if last_set is sets["base"] else 1], dtype=np.int64)
-        return {"timing": timing}, arrays
-
+        return {"timing": timing.as_dict()}, arrays
 
     def call(self, layout: dict, arrays: dict[str, np.ndarray]):
         """One launch of the loaded variant on the caller's values (an oracle test's call,

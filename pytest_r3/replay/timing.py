@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 
-# Differences under 2% are not claimed: buffer placement alone moves timings that much.
-NOISE_FLOOR = 0.02
+from .measurement import CaseTiming, Timing
+from .statistics import NOISE_FLOOR
 
 
 def _sample(backend, launcher, args, repeat: int) -> float:
@@ -20,15 +20,6 @@ def _settled(base_times: list[float], cand_times: list[float]) -> bool:
     ratios = np.array(base_times) / np.array(cand_times)
     q1, median, q3 = np.percentile(ratios, [25, 50, 75])
     return (q3 - q1) / 2 < NOISE_FLOOR / 2 * median
-
-
-def within_noise(q1: float, median: float, q3: float) -> bool:
-    """Whether a ratio is no clear difference: within the larger of half its interquartile
-    range and the floor of 1, unless the whole interquartile range lies beyond the floor
-    (a 15x median with quartiles 5x and 40x is a speedup, however wide its spread)."""
-    noise = max((q3 - q1) / 2, NOISE_FLOOR)
-    beyond = q1 > 1.0 + NOISE_FLOOR or q3 < 1.0 - NOISE_FLOOR
-    return abs(median - 1.0) <= noise and not beyond
 
 
 def _outrun(base_times: list[float], cand_times: list[float], race_against: float | None,
@@ -69,8 +60,8 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list, cand_args
                         settings, weights: list[float] | None = None,
                         race_against: float | None = None,
                         repeats: list[int | None] | None = None,
-                        stop_ahead: int | None = None) -> dict:
-    """Median times and the baseline/candidate ratio with its interquartile range.
+                        stop_ahead: int | None = None) -> Timing:
+    """Baseline and candidate timed side by side, round after round (see Timing).
 
     ``base_args`` and ``cand_args`` are two sets of launch arguments, one per timed case.
     A round's time is the sum over cases of ``weight`` times the time of one launch (each
@@ -133,32 +124,8 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list, cand_args
                 stopped = "ahead"
             if stopped:
                 break
-    base = np.array(base_times)
-    cand = np.array(cand_times)
-    ratios = base / cand
-    q1, median, q3 = (float(x) for x in np.percentile(ratios, [25, 50, 75]))
-    return {
-        "baseline_median": float(np.median(base)),
-        "candidate_median": float(np.median(cand)),
-        "speedup": median,
-        "speedup_q1": q1,
-        "speedup_q3": q3,
-        "rounds": len(ratios),
-        "warmup_rounds": warmup,
-        "repeats": repeats,
-        "within_noise": within_noise(q1, median, q3),
-        "raced": raced,
-        "stopped": stopped,
-        "baseline_samples": [float(x) for x in base],
-        "candidate_samples": [float(x) for x in cand],
-        "cases": [_one_case(b, c, weight) for (b, c), weight in zip(per_case, weights,
-                                                                    strict=True)],
-    }
-
-
-def _one_case(base: list[float], cand: list[float], weight: float) -> dict:
-    """One timed case's figures: per-launch medians, the median ratio, every round."""
-    ratios = np.array(base) / np.array(cand)
-    return {"weight": weight, "baseline_median": float(np.median(base)),
-            "candidate_median": float(np.median(cand)), "speedup": float(np.median(ratios)),
-            "baseline_samples": list(base), "candidate_samples": list(cand)}
+    return Timing(
+        baseline_samples=tuple(base_times), candidate_samples=tuple(cand_times),
+        cases=tuple(CaseTiming(weight, tuple(b), tuple(c))
+                    for (b, c), weight in zip(per_case, weights, strict=True)),
+        repeats=tuple(repeats), warmup_rounds=warmup, raced=raced, stopped=stopped)

@@ -15,6 +15,8 @@ class KernelReport:
     speedup: float | None = None
     speedup_q1: float | None = None
     speedup_q3: float | None = None
+    interval: list[float] = field(default_factory=list)  # the speedup's 95% interval
+    dropped_share: float | None = None  # of timed samples, dropped as descheduled
     evaluations: int = 0
     new_evaluations: int = 0
     optimizer: str = ""
@@ -40,18 +42,6 @@ class KernelReport:
 
     def as_dict(self) -> dict:
         return asdict(self)
-
-    def measured(self, timing: dict) -> None:
-        """Take the baseline and variant times and the speedup from one interleaved
-        measurement (a replay Result's ``timing``)."""
-        self.baseline_seconds = timing["baseline_median"]
-        self.tuned_seconds = timing["candidate_median"]
-        self.speedup = timing["speedup"]
-        self.speedup_q1, self.speedup_q3 = timing["speedup_q1"], timing["speedup_q3"]
-        self.baseline_samples = timing["baseline_samples"]
-        self.tuned_samples = timing["candidate_samples"]
-        self.timed_on = timing.get("timed_on", "")
-        self.workloads = [dict(w) for w in timing.get("workloads", ())]
 
     def describe_changes(self) -> str:
         if not self.changes:

@@ -10,7 +10,9 @@ toolchain, the target). Each line carries its context; a store opened for anothe
 does not see it (the line stays, for when that context comes back).
 
 Lines are appended under the file's lock, one write each, flushed; a line torn by a kill
-is ignored, and the next line starts on a line of its own.
+is ignored, and the next line starts on a line of its own. A stored result that cannot be
+read as a :class:`~pytest_r3.replay.protocol.Result` (a shape no version wrote) is measured
+again, as if it were not there.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ..outputs import append_line
+from ..replay.protocol import Result
 
 
 def configuration_key(source_hash: str, candidate_key: str) -> str:
@@ -95,11 +98,24 @@ class ResultStore:
     def get(self, key: str) -> dict | None:
         return self._entries.get(key)
 
-    def reusable(self, key: str, seed: int) -> dict | None:
-        """The stored entry for ``key`` if it can stand for a new measurement (see
-        :func:`remeasure_reason`), else None: it is measured again."""
+    def result(self, key: str) -> Result | None:
+        """The stored result for ``key`` as a typed value; None when there is none or it
+        cannot be read (it is then measured again)."""
         entry = self._entries.get(key)
-        return None if entry is None or remeasure_reason(entry, seed) else entry
+        if entry is None:
+            return None
+        try:
+            return Result.from_dict(entry["result"])
+        except (TypeError, ValueError):
+            return None
+
+    def reusable(self, key: str, seed: int) -> Result | None:
+        """The stored result for ``key`` if it can stand for a new measurement (see
+        :func:`remeasure_reason`), else None: it is measured again."""
+        result = self.result(key)
+        if result is None or remeasure_reason(self._entries[key], result, seed):
+            return None
+        return result
 
     def entries(self) -> list[dict]:
         return list(self._entries.values())
@@ -123,7 +139,7 @@ class ResultStore:
 CONTENDED_SHARE = 0.5
 
 
-def remeasure_reason(entry: Mapping, seed: int) -> str | None:
+def remeasure_reason(entry: Mapping, result: Result, seed: int) -> str | None:
     """Why a stored result cannot stand for a new measurement, or None.
 
     Another seed asks for a fresh search (and draws other perturbed inputs to verify on),
@@ -131,13 +147,11 @@ def remeasure_reason(entry: Mapping, seed: int) -> str | None:
     contention, many of its samples dropped or given up as too busy, however long ago."""
     if entry.get("seed") != seed:
         return "measured under another seed"
-    timing = (entry.get("result") or {}).get("timing") or {}
-    if not isinstance(timing, Mapping):
-        return "no readable timing"
-    if timing.get("stopped") == "too_busy":
+    timing = result.timing
+    if timing is None:
+        return None
+    if timing.stopped == "too_busy":
         return "the machine was too busy to measure"
-    taken, dropped = timing.get("taken") or 0, timing.get("dropped") or 0
-    if isinstance(taken, (int, float)) and isinstance(dropped, (int, float)) and taken > 0 \
-            and dropped > CONTENDED_SHARE * taken:
-        return f"measured under contention ({dropped} of {taken} samples dropped)"
+    if timing.dropped_share > CONTENDED_SHARE:
+        return f"measured under contention ({timing.dropped} of {timing.taken} samples dropped)"
     return None

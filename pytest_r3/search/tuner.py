@@ -17,14 +17,13 @@ from dataclasses import dataclass, field, replace
 from queue import Queue
 
 from ..errors import R3Error
-from ..replay.protocol import Candidate, Result
+from ..replay.protocol import INVALID, OK, Candidate, Result, Status
 from .parametrization import SearchSpace
 from .results import ResultStore, configuration_key
 
 FAILURE_LOSS = 10.0
 IN_FLIGHT_TRIES = 8  # asks past points being evaluated before waiting for a result
 CONFIRMATION_DROP = 0.25  # a confirmed speedup this far below the search's is measured again
-INVALID = "invalid"
 
 
 class BudgetError(R3Error, ValueError):
@@ -68,7 +67,7 @@ class Step:
 
     index: int
     key: str
-    status: str
+    status: Status
     loss: float
     speedup: float | None
     cached: bool
@@ -99,7 +98,7 @@ class Outcome:
         """Best speedup so far after each evaluation."""
         best, curve = 1.0, []
         for step in self.steps:
-            if step.speedup is not None and step.status == "ok":
+            if step.speedup is not None and step.status == OK:
                 best = max(best, step.speedup)
             curve.append(best)
         return curve
@@ -153,10 +152,10 @@ def _fields(configuration) -> dict:
             "source_text": configuration.source_text, "launch": configuration.launch}
 
 
-def loss_of(result: dict) -> float:
-    if result.get("status") != "ok" or not result.get("timing"):
+def loss_of(result: Result) -> float:
+    if not result.ok or result.timing is None:
         return FAILURE_LOSS
-    return 1.0 / max(result["timing"]["speedup"], 1e-9)
+    return 1.0 / max(result.timing.speedup, 1e-9)
 
 
 class Tuner:
@@ -190,18 +189,18 @@ class Tuner:
         self.source_text = source_text  # a rewrite whose settings are searched
         self.remeasure = remeasure  # --r3-retune: no stored result is reused
 
-    def _evaluate_one(self, candidate: Candidate) -> tuple[dict, bool]:
-        """(result dict, came from the store) for ``candidate``, on the first free server."""
+    def _evaluate_one(self, candidate: Candidate) -> tuple[Result, bool]:
+        """(result, came from the store) for ``candidate``, on the first free server."""
         key = configuration_key(self.source_hash, candidate.key())
         stored = None if self.remeasure else self.store.reusable(key, self.seed)
         if stored is not None:
-            return stored["result"], True
+            return stored, True
         server = self._free.get()
         try:
-            result = server.evaluate(candidate).as_dict()
+            result = server.evaluate(candidate)
         finally:
             self._free.put(server)
-        self.store.add(key, candidate.unraced().as_dict(), result, self.seed)
+        self.store.add(key, candidate.unraced().as_dict(), result.as_dict(), self.seed)
         return result, False
 
     def run(self) -> Outcome:
@@ -253,10 +252,10 @@ class Tuner:
         result, cached = self._evaluate_one(candidate)
         outcome.new_evaluations += 0 if cached else 1
         outcome.candidates.append(candidate)
-        outcome.steps.append(Step(1, key, result["status"], loss_of(result),
-                                  (result.get("timing") or {}).get("speedup"), cached))
-        if self.source_text is None and result["status"] == "ok":
-            outcome.baseline_result = Result.from_dict(result)
+        outcome.steps.append(Step(1, key, result.status, loss_of(result), result.speedup,
+                                  cached))
+        if self.source_text is None and result.ok:
+            outcome.baseline_result = result
 
     def _search(self, space: SearchSpace, budget: Budget, outcome: Outcome,
                 losses: dict[str, float], values: dict[str, dict], started: float,
@@ -348,7 +347,7 @@ class Tuner:
         # timed side by side with that best; the finalists are measured in full again, against
         # the baseline, when confirmed
         best = max(((step.speedup, told) for step, told in zip(outcome.steps, outcome.candidates)
-                    if step.status == "ok" and step.speedup and step.direct),
+                    if step.status == OK and step.speedup and step.direct),
                    key=lambda pair: pair[0], default=(1.0, None))
         race_with = None
         if best[0] > 1.0:  # with its per-case speedups: each timed case is scaled by its own
@@ -360,25 +359,24 @@ class Tuner:
     def _tell(self, optimizer, pending: _Pending, outcome: Outcome, losses: dict[str, float],
               values: dict[str, dict]) -> None:
         result, cached = (pending.future.result() if pending.future is not None
-                          else ({"status": INVALID, "timing": {}}, True))
+                          else (Result(INVALID), True))
         candidate, key = pending.candidate, pending.key
         loss = losses[key] = loss_of(result)
         values[key] = pending.point.value
         optimizer.tell(pending.point, loss)
         outcome.new_evaluations += 0 if cached else 1
         outcome.candidates.append(candidate)
-        timing = result.get("timing") or {}
-        speedup = timing.get("speedup")
-        if result["status"] == "ok" and timing.get("cases") and not timing.get("reference"):
-            self._case_speedups[candidate.key()] = [c["speedup"] for c in timing["cases"]]
-        outcome.steps.append(Step(len(outcome.steps) + 1, key, result["status"], loss,
-                                  speedup, cached,
-                                  bool((result.get("timing") or {}).get("raced")),
-                                  not (result.get("timing") or {}).get("reference")))
+        timing = result.timing
+        if result.ok and timing is not None and timing.cases and timing.direct:
+            self._case_speedups[candidate.key()] = [c.speedup for c in timing.cases]
+        outcome.steps.append(Step(len(outcome.steps) + 1, key, result.status, loss,
+                                  result.speedup, cached,
+                                  timing is not None and timing.raced,
+                                  timing is None or timing.direct))
         if not candidate.macros and not candidate.pipeline \
                 and candidate.source_text is None \
-                and outcome.baseline_result is None and result["status"] != INVALID:
-            outcome.baseline_result = Result.from_dict(result)
+                and outcome.baseline_result is None and result.status != INVALID:
+            outcome.baseline_result = result
 
     def _confirm(self, outcome: Outcome) -> None:
         """Re-measure the best few alone, one at a time, and keep the best confirmed one.
@@ -391,7 +389,7 @@ class Tuner:
         ranked: dict[str, tuple[float, Candidate]] = {}
         direct: dict[str, tuple[float, Candidate]] = {}
         for step, candidate in zip(outcome.steps, outcome.candidates):
-            if step.status == "ok" and (candidate.macros or candidate.pipeline
+            if step.status == OK and (candidate.macros or candidate.pipeline
                                         or candidate.source_text is not None):
                 ranked.setdefault(step.key, (step.loss, candidate))
                 if step.direct and not step.raced:
@@ -407,12 +405,14 @@ class Tuner:
         for loss, candidate in finalists:  # unraced: verified in full and timed in full
             result = self.servers[0].evaluate(candidate.unraced())
             outcome.confirmations.append((candidate, result))
-            if result.ok and result.timing["speedup"] * loss < 1 - CONFIRMATION_DROP:
+            if result.ok and result.timing and \
+                    result.timing.speedup * loss < 1 - CONFIRMATION_DROP:
                 # far below what the search measured: a busy moment of a shared machine
                 # slows a whole confirmation; it is measured once more, and that one stands
                 result = self.servers[0].evaluate(candidate.unraced())
                 outcome.confirmations.append((candidate, result))
             timing = result.timing
-            if result.ok and not timing.get("within_noise") and timing["speedup"] > best_speedup:
-                best_speedup = timing["speedup"]
+            if result.ok and timing is not None and not timing.within_noise \
+                    and timing.speedup > best_speedup:
+                best_speedup = timing.speedup
                 outcome.best_candidate, outcome.best_result = candidate, result

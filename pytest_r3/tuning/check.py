@@ -9,12 +9,16 @@ compares a run with a saved one."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from ..kernel.lock import entry_status, variant_from_entry
+from ..replay.measurement import Timing
 from ..replay.protocol import Candidate
 from ..reports import KernelReport
 from .context import Tuning
+from .rows import measured
 
 
 def check_kernel(kernel, target: str, entry: dict, tuning: Tuning,
@@ -68,29 +72,32 @@ def _check(kernel, entry: dict, tuning: Tuning, exercised: bool,
     if not result.ok:
         return _fail(row, "verification", f"the locked variant fails replay: {result.status}: "
                      + "; ".join(result.diagnostics))
-    row.measured(result.timing)
+    if result.timing is None:
+        return _fail(row, "error", "the locked variant was verified but not timed: "
+                     + "; ".join(result.diagnostics))
+    measured(row, result.timing)
     failures = tuning.run_oracles(kernel, variant, None)
     if failures:
         return _fail(row, "oracle tests", "; ".join(failures))
-    slower = [problem for name, figures in _measured(result.timing)
-              if (problem := _slower(name, figures, tuning.settings))]
+    slower = [problem for name, base, cand in _measured(result.timing)
+              if (problem := _slower(name, base, cand, tuning.settings))]
     if slower:
         return _fail(row, "slower", "; ".join(slower))
     return row
 
 
-def _measured(timing: dict) -> list[tuple[str, dict]]:
-    """What the threshold applies to: the weighted total, then each workload."""
-    whole = {"baseline_samples": timing["baseline_samples"],
-             "candidate_samples": timing["candidate_samples"]}
-    return [("the weighted total of its workloads" if timing.get("workloads") else "its "
-             "timed recordings", whole)] + [
-        (f"workload {w['origin']} [{w['shape']}]", w) for w in timing.get("workloads", ())]
+def _measured(timing: Timing) -> list[tuple[str, Sequence[float], Sequence[float]]]:
+    """What the threshold applies to: the weighted total, then each workload (name,
+    baseline samples, variant samples)."""
+    whole = ("the weighted total of its workloads" if timing.workloads
+             else "its timed recordings", timing.baseline_samples, timing.candidate_samples)
+    return [whole] + [(f"workload {case.workload.origin} [{case.workload.shape}]",
+                       case.baseline_samples, case.candidate_samples)
+                      for case in timing.workloads if case.workload is not None]
 
 
-def _slower(name: str, figures: dict, settings) -> str | None:
+def _slower(name: str, base: Sequence[float], cand: Sequence[float], settings) -> str | None:
     """Why the locked variant counts as slower than the baseline on ``name``, or None."""
-    base, cand = figures["baseline_samples"], figures["candidate_samples"]
     if settings.check_fail:
         from pytest_benchmark.stats import Stats
 

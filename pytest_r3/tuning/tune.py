@@ -13,12 +13,13 @@ from .. import __version__
 from ..backends.clang import host_target
 from ..kernel.lock import features_hash, source_fingerprint, update_entry
 from ..outputs import write_text_atomic
-from ..replay.protocol import Candidate
+from ..replay.protocol import INVALID, OK, Candidate
 from ..reports import KernelReport
 from ..search.parametrization import SearchSpace
 from ..search.results import ResultStore, result_context
 from ..search.tuner import Tuner
 from .context import Tuning
+from .rows import measured
 
 
 def tune_kernel(kernel, tuning: Tuning, lock_path) -> KernelReport:
@@ -134,7 +135,7 @@ def _tune_variant(kernel, tuning: Tuning, lock_path, row: KernelReport,
         row.notes.append("no variant was faster than the baseline beyond the noise")
         commit(None)
         return row
-    row.measured(result.timing)
+    measured(row, result.timing)
     row.changes = {"macros": best.macros, "pipeline": best.pipeline,
                    "source": best.source_text is not None}
     row.review = result.review
@@ -192,12 +193,12 @@ def _timed_on(row: KernelReport) -> str:
 def _describe_search(row: KernelReport, outcome, evolution) -> None:
     row.evaluations, row.new_evaluations = outcome.evaluations, outcome.new_evaluations
     row.convergence = outcome.convergence()
-    if outcome.baseline_result and outcome.baseline_result.timing:
-        row.baseline_seconds = outcome.baseline_result.timing["baseline_median"]
+    if outcome.baseline_result and outcome.baseline_result.timing is not None:
+        row.baseline_seconds = outcome.baseline_result.timing.baseline_median
     if outcome.exhausted:
         row.notes.append(f"search space exhausted after {outcome.evaluations} distinct "
                          "configuration(s)")
-    failed = sum(1 for s in outcome.steps if s.status not in ("ok", "invalid"))
+    failed = sum(1 for s in outcome.steps if s.status not in (OK, INVALID))
     if failed:
         row.notes.append(f"{failed} candidate(s) failed (compile error, crash, wrong "
                          "output...): scored and skipped")
@@ -221,9 +222,9 @@ def _best_rewrite(kernel, server, evolution, best, result):
     rewrite = Candidate(elite.macros, elite.pipeline, elite.source,
                         label=f"{kernel.name} best rewrite")
     confirmed = server.evaluate(rewrite)
-    inner = result.timing["speedup"] if result is not None else 1.0
-    if confirmed.ok and not confirmed.timing.get("within_noise") \
-            and confirmed.timing["speedup"] > inner:
+    inner = result.speedup if result is not None and result.speedup else 1.0
+    if confirmed.ok and confirmed.timing is not None and not confirmed.timing.within_noise \
+            and confirmed.timing.speedup > inner:
         return rewrite, confirmed
     return best, result
 
@@ -242,7 +243,7 @@ def _evolve(kernel, tuning: Tuning, servers, space, store, target, best, result)
     from ..llm.runlog import RunLog
 
     llm, settings = tuning.settings.llm, tuning.settings.evolution
-    speedup = result.timing["speedup"] if result is not None else 1.0
+    speedup = result.speedup if result is not None and result.speedup else 1.0
     start = Elite(kernel.source.text, 1.0 / speedup, speedup,
                   best.macros if best else {}, best.pipeline if best else {}, 0,
                   f"{speedup:.2f}x the original with tuned settings")

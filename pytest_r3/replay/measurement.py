@@ -1,0 +1,284 @@
+"""The measurement as a typed value: what one interleaved timing found, frozen.
+
+A worker builds a :class:`Timing` from its samples and sends :meth:`Timing.as_dict`; the
+parent rebuilds it with :meth:`Timing.from_dict`, which checks every sample and computes
+every figure again from the samples (a worker runs candidate code: its arithmetic is not
+believed). Dicts exist only on the wire and on disk; everything above works on the value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal, get_args
+
+import numpy as np
+
+from . import statistics
+from .statistics import NOISE_FLOOR, Verdict
+
+# What the ratios were measured against: the baseline itself, or the best configuration so
+# far (whose own speedup then scales every figure into one against the baseline).
+Basis = Literal["baseline", "best_so_far"]
+# Why timing stopped before ``timing_rounds``: "" (it did not), the ratio settled, a race
+# was lost / tied / won, or the machine was too busy.
+Stop = Literal["", "settled", "raced", "tied", "ahead", "too_busy"]
+STOPS: tuple[str, ...] = get_args(Stop)
+RACE_STOPS = ("raced", "tied", "ahead")  # reasons to stop timing that only a race has
+TimedOn = Literal["", "workloads", "test inputs"]
+# Which CPU time was read beside each sample's wall time: the timing thread's, the whole
+# process's (kernels that run several threads), or none (a GPU, timed by the device).
+Clock = Literal["thread", "process", "none"]
+
+FORMAT = 2  # the shape of Timing.as_dict; stored results without it are the older shape
+
+
+class MalformedTiming(ValueError):
+    """Timing figures that are not well-formed: from a worker, a crash; on disk, a result
+    measured again."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A timed workload recording: which, where it came from, its shapes."""
+
+    key: str
+    origin: str
+    shape: str
+
+
+class _Paired:
+    """Figures of paired samples, one pair per round: the medians, the speedup estimate
+    (the median of the rounds' ratios) and its 95% confidence interval."""
+
+    baseline_samples: tuple[float, ...]
+    candidate_samples: tuple[float, ...]
+
+    @property
+    def baseline_median(self) -> float:
+        return float(np.median(self.baseline_samples))
+
+    @property
+    def candidate_median(self) -> float:
+        return float(np.median(self.candidate_samples))
+
+    @property
+    def speedup(self) -> float:
+        return statistics.median_ratio(self.baseline_samples, self.candidate_samples)
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """Distribution-free, for a median (see statistics.ratio_interval)."""
+        return statistics.ratio_interval(self.baseline_samples, self.candidate_samples)
+
+
+@dataclass(frozen=True)
+class CaseTiming(_Paired):
+    """One timed case: per-launch times of every kept round, and the figures from them."""
+
+    weight: float
+    baseline_samples: tuple[float, ...]
+    candidate_samples: tuple[float, ...]
+    workload: Workload | None = None
+
+    def scaled(self, factor: float) -> CaseTiming:
+        """As if the baseline took ``factor`` times the reference's time."""
+        return replace(self, baseline_samples=tuple(x * factor for x in self.baseline_samples))
+
+    def as_dict(self) -> dict:
+        data = {"weight": self.weight, "baseline_samples": list(self.baseline_samples),
+                "candidate_samples": list(self.candidate_samples),
+                "baseline_median": self.baseline_median,
+                "candidate_median": self.candidate_median, "speedup": self.speedup}
+        if self.workload is not None:
+            data["workload"] = {"key": self.workload.key, "origin": self.workload.origin,
+                                "shape": self.workload.shape}
+        return data
+
+
+@dataclass(frozen=True)
+class Timing(_Paired):
+    """An interleaved timing of a candidate against the baseline (or, with ``basis``
+    "best_so_far", against the best configuration so far, scaled by its speedup
+    ``scaled_by``).
+
+    ``baseline_samples``/``candidate_samples``: one weighted total per kept round. The
+    figures (medians, the speedup estimate, its interval, the rounds' quartiles) are
+    computed from them. ``dropped``: samples thrown away because the timing thread lost its
+    core while they ran (wall time beyond CPU time), of ``taken`` samples in all;
+    ``clock``: which CPU time was compared; ``counters``: the hardware counters read, or
+    why none were.
+    """
+
+    baseline_samples: tuple[float, ...]
+    candidate_samples: tuple[float, ...]
+    cases: tuple[CaseTiming, ...]
+    repeats: tuple[int, ...]
+    warmup_rounds: int = 0
+    raced: bool = False
+    stopped: Stop = ""
+    basis: Basis = "baseline"
+    scaled_by: float = 1.0
+    timed_on: TimedOn = ""
+    dropped: int = 0
+    taken: int = 0
+    clock: Clock = "thread"
+    counters: str = ""
+
+    # -- figures ---------------------------------------------------------------------------
+    @property
+    def rounds(self) -> int:
+        return len(self.baseline_samples)
+
+    @property
+    def speedup_q1(self) -> float:
+        return statistics.quartiles(self.baseline_samples, self.candidate_samples)[0]
+
+    @property
+    def speedup_q3(self) -> float:
+        return statistics.quartiles(self.baseline_samples, self.candidate_samples)[1]
+
+    @property
+    def direct(self) -> bool:
+        """Measured against the baseline itself, not scaled from the best so far."""
+        return self.basis == "baseline"
+
+    @property
+    def workloads(self) -> tuple[CaseTiming, ...]:
+        """The timed cases that are workload recordings (each with its own speedup)."""
+        return tuple(case for case in self.cases if case.workload is not None)
+
+    @property
+    def dropped_share(self) -> float:
+        return self.dropped / self.taken if self.taken else 0.0
+
+    def verdict(self, band: float = NOISE_FLOOR) -> Verdict:
+        """Whether the whole interval lies above the noise band ("faster"), below it
+        ("slower") or not wholly outside it ("within": no claim). ``band``: this machine's,
+        learned by timing the baseline against itself (:func:`statistics.band_from`)."""
+        return statistics.verdict(self.interval, band)
+
+    @property
+    def within_noise(self) -> bool:
+        """No clear difference at the fixed floor (when no learned band is at hand)."""
+        return self.verdict() == "within"
+
+    # -- changes -----------------------------------------------------------------------------
+    def against_baseline(self, scale: float, case_scales: Sequence[float] | None = None
+                         ) -> Timing:
+        """Figures timed against the best configuration so far (its speedup: ``scale``) as
+        figures against the baseline: each reference time times ``scale`` (what the
+        baseline would take), each timed case's by that configuration's own speedup on it
+        (``case_scales``; the total's when unknown)."""
+        factors = list(case_scales) if case_scales else [scale] * len(self.cases)
+        return replace(self, basis="best_so_far", scaled_by=scale,
+                       baseline_samples=tuple(x * scale for x in self.baseline_samples),
+                       cases=tuple(case.scaled(factor)
+                                   for case, factor in zip(self.cases, factors, strict=True)))
+
+    def on(self, timed_on: TimedOn, workloads: Sequence[Workload | None] = ()) -> Timing:
+        """The same timing, saying what it was timed on (and which case is which workload)."""
+        cases = self.cases
+        if workloads:
+            cases = tuple(replace(case, workload=workload)
+                          for case, workload in zip(self.cases, workloads, strict=True))
+        return replace(self, timed_on=timed_on, cases=cases)
+
+    # -- wire and disk -----------------------------------------------------------------------
+    def as_dict(self) -> dict:
+        """Plain data: the samples and what they were, plus the figures for a reader."""
+        low, high = self.interval
+        return {
+            "format": FORMAT,
+            "baseline_samples": list(self.baseline_samples),
+            "candidate_samples": list(self.candidate_samples),
+            "cases": [case.as_dict() for case in self.cases],
+            "repeats": list(self.repeats), "warmup_rounds": self.warmup_rounds,
+            "raced": self.raced, "stopped": self.stopped, "basis": self.basis,
+            "scaled_by": self.scaled_by, "timed_on": self.timed_on,
+            "dropped": self.dropped, "taken": self.taken, "clock": self.clock,
+            "counters": self.counters,
+            # derived, for people reading a result file; from_dict computes them again
+            "speedup": self.speedup, "interval": [low, high],
+            "baseline_median": self.baseline_median,
+            "candidate_median": self.candidate_median, "rounds": self.rounds,
+        }
+
+    @classmethod
+    def from_dict(cls, data: object, weights: Sequence[float] | None = None) -> Timing:
+        """The timing ``data`` describes, checked: samples positive and finite, one case per
+        timed case (carrying the weight it was sent, when ``weights`` are given), names
+        from their closed sets. Accepts the shape stored before this type existed (a
+        ``reference`` key meant "scaled from the best so far"). MalformedTiming if not."""
+        try:
+            if not isinstance(data, Mapping):
+                raise TypeError("not a mapping")
+            older = "format" not in data
+            cases = tuple(_case(case, index, data) for index, case in enumerate(data["cases"]))
+            basis = ("best_so_far" if "reference" in data else "baseline") if older \
+                else str(data["basis"])
+            scaled_by = float(data["reference"]["speedup"]) if older and "reference" in data \
+                else float(data.get("scaled_by", 1.0))
+            timing = cls(
+                baseline_samples=_samples(data["baseline_samples"]),
+                candidate_samples=_samples(data["candidate_samples"]),
+                cases=cases, repeats=tuple(int(x) for x in data["repeats"]),
+                warmup_rounds=int(data.get("warmup_rounds", 0)),
+                raced=bool(data.get("raced", False)), stopped=str(data.get("stopped", "")),
+                basis=basis, scaled_by=scaled_by, timed_on=str(data.get("timed_on", "")),
+                dropped=int(data.get("dropped", 0)), taken=int(data.get("taken", 0)),
+                clock=str(data.get("clock", "thread")), counters=str(data.get("counters", "")))
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise MalformedTiming(f"malformed timing figures: {exc}") from None
+        problem = timing._problem(weights)
+        if problem:
+            raise MalformedTiming(problem)
+        return timing
+
+    def _problem(self, weights: Sequence[float] | None) -> str:
+        if self.stopped not in STOPS:
+            return f"unknown reason to stop timing {self.stopped!r}"
+        if self.basis not in get_args(Basis) or self.clock not in get_args(Clock) \
+                or self.timed_on not in get_args(TimedOn):
+            return "unknown basis, clock or timed inputs"
+        if not self.baseline_samples or len(self.baseline_samples) != len(self.candidate_samples):
+            return "no rounds, or unpaired samples"
+        if len(self.repeats) != len(self.cases) or any(r < 1 for r in self.repeats):
+            return "launches per sample do not match the timed cases"
+        if weights is not None and [c.weight for c in self.cases] != [float(w) for w in weights]:
+            return "per-case figures do not match the timed cases"
+        if any(len(c.baseline_samples) != self.rounds or len(c.candidate_samples) != self.rounds
+               for c in self.cases):
+            return "per-case samples do not match the rounds"
+        if not 0 <= self.dropped <= max(self.taken, self.dropped) or self.taken < 0:
+            return "impossible counts of dropped samples"
+        values = [*self.baseline_samples, *self.candidate_samples, self.scaled_by]
+        values += [x for c in self.cases for x in (*c.baseline_samples, *c.candidate_samples)]
+        if not all(math.isfinite(v) and v > 0 for v in values):
+            return "impossible timing figures (not positive and finite)"
+        return ""
+
+    @classmethod
+    def from_samples(cls, baseline_samples: Sequence[float],
+                     candidate_samples: Sequence[float], **fields: object) -> Timing:
+        """A one-case timing from its rounds' samples (what a stand-in measurement needs)."""
+        base, cand = tuple(map(float, baseline_samples)), tuple(map(float, candidate_samples))
+        fields.setdefault("cases", (CaseTiming(1.0, base, cand),))
+        fields.setdefault("repeats", (1,))
+        return cls(base, cand, **fields)
+
+
+def _samples(values: object) -> tuple[float, ...]:
+    return tuple(float(x) for x in values)  # type: ignore[union-attr]
+
+
+def _case(case: Mapping, index: int, data: Mapping) -> CaseTiming:
+    workload = case.get("workload")
+    if workload is None and "format" not in data and data.get("workloads"):
+        workload = data["workloads"][index]  # the older shape kept workloads beside cases
+    return CaseTiming(
+        float(case["weight"]), _samples(case["baseline_samples"]),
+        _samples(case["candidate_samples"]),
+        None if workload is None else Workload(str(workload["key"]), str(workload["origin"]),
+                                               str(workload["shape"])))
