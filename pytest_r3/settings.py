@@ -49,7 +49,8 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     Option("r3_budget", "search budget per kernel: evaluations (200) or time (90s, 5m, 1h)",
            "100", str, metavar="BUDGET"),
     Option("r3_optimizer", "Nevergrad optimizer, by name", "NGOpt", str, metavar="NAME"),
-    Option("r3_seed", "random seed of the search (same seed, same sequence: resumable)", 0,
+    Option("r3_seed", "random seed of the search (same seed, same sequence: resumable; "
+           "another seed measures everything again)", 0,
            int, metavar="N"),
     Option("r3_workers", "replay workers per kernel; 0 means one per CPU core", 0, int,
            metavar="N"),
@@ -61,7 +62,8 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
            _flag, metavar="BOOL"),
     Option("r3_kernels", "comma-separated kernel names to tune or check; none: all", "",
            str, metavar="NAMES"),
-    Option("r3_retune", "replace each kernel's r3.lock entry with this run's result, even one "
+    Option("r3_retune", "measure every configuration again (no stored result is reused) and "
+           "replace each kernel's r3.lock entry with this run's result, even one "
            "measured with a smaller budget or finding nothing (by default a weaker run keeps "
            "the committed entry)", False, _flag, is_flag=True),
     Option("r3_check_threshold", "slowdown against the baseline at which --r3-check fails, "

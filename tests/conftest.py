@@ -146,6 +146,56 @@ def write_c(tmp_path):
     return write
 
 
+_ORDER_MODULE_PY = textwrap.dedent("""
+    import pytest_r3 as r3
+
+    {name} = r3.kernel("{name}.c", entry="{name}", tune={{"ORDER": [0, 1]}})
+""")
+
+_ORDER_TEST_PY = textwrap.dedent("""
+    import numpy as np
+    import pytest
+
+    from ordermod import {name}
+
+
+    @pytest.mark.r3_oracle({name})
+    @pytest.mark.parametrize("n", [3, 384])
+    def test_{name}(n):
+        grid = np.random.default_rng(n).random((n, n), dtype=np.float32)
+        out = np.empty_like(grid)
+        {name}(n, grid, out)
+        np.testing.assert_allclose(out, 2 * grid + 1, rtol=1e-6)
+""")
+
+
+@pytest.fixture
+def order_project(pytester, empty_registry):
+    """A project to tune in pytester's folder: one kernel, ``order_kernel``, whose tunable
+    ORDER=1 (row by row) is clearly faster than its default; settings only, one worker,
+    a budget of 2 (its whole space). ``order_project.name`` is the kernel's name."""
+    name = "order_kernel"
+    (pytester.path / f"{name}.c").write_text(loop_order_kernel(name))
+    (pytester.path / "ordermod.py").write_text(_ORDER_MODULE_PY.format(name=name))
+    (pytester.path / f"test_{name}.py").write_text(_ORDER_TEST_PY.format(name=name))
+    (pytester.path / "pytest.ini").write_text(
+        "[pytest]\nr3_search_pipeline = false\nr3_workers = 1\nr3_budget = 2\n")
+    pytester.name = name
+    return pytester
+
+
+def r3_tune(project, *args: str):
+    """``pytest --r3-tune`` of a pytester project, in a subprocess."""
+    return project.runpytest_subprocess("-p", "no:cacheprovider", "--r3-tune", *args,
+                                        timeout=600)
+
+
+def new_evaluations(result, name: str) -> int:
+    """The "(N)" of new evaluations in the kernel's row of the summary table."""
+    (line,) = [line for line in result.outlines if line.startswith(name + " ")]
+    return int(re.search(r"\(\s*(\d+)\)", line).group(1))
+
+
 @pytest.fixture
 def fresh_clang(monkeypatch):
     """Forget the cached clang before and after the test, so env changes take effect."""

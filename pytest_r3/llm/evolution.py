@@ -174,11 +174,11 @@ class Evolution:
     # -- evaluation ----------------------------------------------------------------------
     def _evaluate(self, candidate: Candidate) -> Result:
         key = configuration_key(self.source_hash, candidate.key())
-        stored = self.store.result(key)
+        stored = self.store.reusable(key, self.settings.seed)
         if stored is not None:
             return stored
         result = self.servers[0].evaluate(candidate)
-        self.store.add(key, candidate.as_dict(), result.as_dict())
+        self.store.add(key, candidate.as_dict(), result.as_dict(), self.settings.seed)
         return result
 
     def _inner_search(self, source: str) -> tuple[dict, dict, Result | None]:

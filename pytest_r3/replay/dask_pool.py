@@ -14,7 +14,9 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import CancelledError
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from types import SimpleNamespace
@@ -282,6 +284,12 @@ class DaskPool:
         except Exception:  # workers or scheduler gone: their replay servers went with them
             pass
 
+    @contextmanager
+    def fresh(self) -> Iterator[RemoteServer]:
+        """A slot whose every evaluation runs in a new replay worker process on a Dask worker
+        (none that took part in the search), which stops after it (see the local pool's)."""
+        yield RemoteServer(self, -1, task=dask_worker.evaluate_fresh)
+
     def __enter__(self) -> DaskPool:
         return self.start()
 
@@ -293,8 +301,9 @@ class RemoteServer:
     """One slot of a DaskPool: evaluates a candidate on whichever worker the scheduler
     picks (the search calls ``evaluate`` from one thread per slot)."""
 
-    def __init__(self, pool: DaskPool, index: int) -> None:
+    def __init__(self, pool: DaskPool, index: int, task=None) -> None:
         self.pool, self.index = pool, index
+        self.task = task or dask_worker.evaluate
 
     def evaluate(self, candidate: Candidate) -> Result:
         distributed = _distributed()
@@ -302,7 +311,7 @@ class RemoteServer:
         client = pool.cluster.client()
         job = pool.job
         for _ in range(3):  # each turn: a worker lacked the recordings and was sent them
-            future = client.submit(dask_worker.evaluate, job, candidate.as_dict(),
+            future = client.submit(self.task, job, candidate.as_dict(),
                                    pure=False, workers=pool.hosts, resources=pool.resources,
                                    key=f"r3-{pool.spec.name}-{candidate.key()}-"
                                        f"{time.monotonic_ns()}")

@@ -166,11 +166,12 @@ def _store(target: Path, files: dict[str, bytes], what: str) -> None:
     os.replace(staging, target)
 
 
-def _checkout(job: dict) -> ReplayServer:
+def _checkout(job: dict, fresh: bool = False) -> ReplayServer:
+    """An idle replay server of the job's kernel, or a new one (always, with ``fresh``)."""
     key = job["key"]
     with _lock:
         idle = _idle.get(key)
-        if idle:
+        if idle and not fresh:
             return idle.pop()
         judge = _judges.get(key)
     folder = locate_recordings(job["digest"], job["root"], job["manifest"])
@@ -210,6 +211,18 @@ def evaluate(job: dict, candidate: dict) -> dict:
         server.close()  # a server that raised is not trusted for the next task
         raise
     _checkin(job["key"], server)
+    result.details["dask_worker"] = _worker().address
+    return result.as_dict()
+
+
+def evaluate_fresh(job: dict, candidate: dict) -> dict:
+    """One candidate on a replay server started for it alone, in a new worker process that
+    took no part in the search (a claim's confirmation), stopped afterwards."""
+    server = _checkout(job, fresh=True)
+    try:
+        result = server.evaluate(Candidate.from_dict(candidate))
+    finally:
+        server.close()
     result.details["dask_worker"] = _worker().address
     return result.as_dict()
 

@@ -3,7 +3,9 @@ outputs from the baseline, the others share them, and all stop together."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 from .client import ReplayServer
@@ -49,6 +51,17 @@ class ServerPool:
             self.close()
             raise
         return self
+
+    @contextmanager
+    def fresh(self) -> Iterator[ReplayServer]:
+        """A server in a new worker process that took no part in the search (no candidate
+        ran in it, nothing it measured was kept), sharing the reference outputs: a claim is
+        confirmed there, A/B against the baseline, before it is locked."""
+        server = self._server(self.servers[0].judge if self.servers else None)
+        try:
+            yield server.start()
+        finally:
+            server.close()
 
     @property
     def containment(self) -> str:

@@ -110,12 +110,22 @@ class ResultStore:
         except (TypeError, ValueError):
             return None
 
+    def reusable(self, key: str, seed: int) -> Result | None:
+        """The stored result for ``key`` if it can stand for a new measurement (see
+        :func:`remeasure_reason`), else None: it is measured again."""
+        result = self.result(key)
+        if result is None or remeasure_reason(self._entries[key], result, seed):
+            return None
+        return result
+
     def entries(self) -> list[dict]:
         return list(self._entries.values())
 
-    def add(self, key: str, candidate: dict, result: dict) -> dict:
-        """Store one result; a file system failure raises StateWriteError naming the file."""
-        entry = {"key": key, "candidate": candidate, "result": result, "time": time.time()}
+    def add(self, key: str, candidate: dict, result: dict, seed: int | None = None) -> dict:
+        """Store one result (measured under ``seed``); a file system failure raises
+        StateWriteError naming the file."""
+        entry = {"key": key, "candidate": candidate, "result": result, "time": time.time(),
+                 "seed": seed}
         if self.context is not None:
             entry["context"] = self.context
         line = json.dumps(entry, sort_keys=True)
@@ -123,3 +133,26 @@ class ResultStore:
             append_line(self.path, line, root=self._trusted)
             self._entries[key] = entry
         return entry
+
+
+# A stored timing that dropped more than this share of its samples (the worker kept losing
+# its core to other processes) was measured under contention: measured again, not reused.
+CONTENDED_SHARE = 0.5
+
+
+def remeasure_reason(entry: Mapping, result: Result, seed: int) -> str | None:
+    """Why a stored result cannot stand for a new measurement, or None.
+
+    Another seed asks for a fresh search (and draws other perturbed inputs to verify on),
+    so results measured under another seed are measured again; so is a timing taken under
+    contention, many of its samples dropped or given up as too busy, however long ago."""
+    if entry.get("seed") != seed:
+        return "measured under another seed"
+    timing = result.timing
+    if timing is None:
+        return None
+    if timing.stopped == "too_busy":
+        return "the machine was too busy to measure"
+    if timing.dropped_share > CONTENDED_SHARE:
+        return f"measured under contention ({timing.dropped} of {timing.taken} samples dropped)"
+    return None

@@ -166,7 +166,7 @@ class Tuner:
                  budget: Budget = Budget(evaluations=100),
                  progress: Callable[[Outcome], None] | None = None,
                  confirm_top: int = 3, max_repeats: int = 200,
-                 source_text: str | None = None) -> None:
+                 source_text: str | None = None, remeasure: bool = False) -> None:
         import nevergrad as ng
 
         if optimizer not in ng.optimizers.registry:
@@ -187,11 +187,12 @@ class Tuner:
         self.confirm_top = confirm_top
         self.max_repeats = max_repeats
         self.source_text = source_text  # a rewrite whose settings are searched
+        self.remeasure = remeasure  # --r3-retune: no stored result is reused
 
     def _evaluate_one(self, candidate: Candidate) -> tuple[Result, bool]:
         """(result, came from the store) for ``candidate``, on the first free server."""
         key = configuration_key(self.source_hash, candidate.key())
-        stored = self.store.result(key)
+        stored = None if self.remeasure else self.store.reusable(key, self.seed)
         if stored is not None:
             return stored, True
         server = self._free.get()
@@ -199,7 +200,7 @@ class Tuner:
             result = server.evaluate(candidate)
         finally:
             self._free.put(server)
-        self.store.add(key, candidate.unraced().as_dict(), result.as_dict())
+        self.store.add(key, candidate.unraced().as_dict(), result.as_dict(), self.seed)
         return result, False
 
     def run(self) -> Outcome:

@@ -118,7 +118,7 @@ def _tune_variant(kernel, tuning: Tuning, lock_path, row: KernelReport,
                 tuning.say(f"pytest-r3: {kernel.name}: {pool.description}")
             outcome = Tuner(kernel.name, kernel.source.hash, space, pool.servers, store,
                             optimizer=settings.optimizer, seed=settings.seed,
-                            budget=settings.budget,
+                            budget=settings.budget, remeasure=settings.retune,
                             progress=_progress(tuning, settings.budget, pool)).run()
             best, result = outcome.best_candidate, outcome.best_result
             # one source serves every bucket: rewrites are evolved without specialize= only
@@ -303,7 +303,7 @@ def _progress(tuning: Tuning, budget, pool):
             rate = getattr(pool, "activity", "") or (
                 f"{outcome.new_evaluations / max(time.perf_counter() - started, 1e-9):.2f} "
                 f"evaluations/s on {len(pool.servers)} local worker(s)")
-            tuning.say(f"  {outcome.kernel}: {done}/{total} evaluations, best speedup so "
-                       f"far {outcome.convergence()[-1]:.2f}x ({outcome.new_evaluations} new), "
-                       f"{rate}")
+            tuning.say(f"  {outcome.kernel}: {done}/{total} evaluations, best search "
+                       f"estimate {outcome.convergence()[-1]:.2f}x (unconfirmed; "
+                       f"{outcome.new_evaluations} new), {rate}")
     return report

@@ -1,0 +1,90 @@
+"""Whether a speedup may be claimed, and so locked or failed on.
+
+Two measurements decide, never the search's figures:
+
+- **the noise band**, learned per kernel on this machine before the search by timing the
+  baseline against itself (an A/A run): how far from 1 a ratio of two identical builds
+  reaches here, at least ``MIN_EFFECT``;
+- **a confirmation in a fresh worker process**, one that took no part in the search (no
+  candidate ran in it, and none of its figures chose the winner): the winner is timed A/B
+  against the baseline there, and it is claimed only when the whole confirmed interval
+  lies above the band. The same rule, mirrored, fails ``--r3-check`` on a regression.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..replay.protocol import Candidate, Result
+from ..replay.statistics import band_from
+
+# The smallest difference claimed, whatever the A/A run showed (asv asks for a minimum
+# effect as well as significance): a variant 2% faster is not worth a lock entry, and
+# buffer placement alone moves timings that much between processes.
+MIN_EFFECT = 0.03
+
+
+@dataclass(frozen=True)
+class Band:
+    """The band of no difference, ``1 / (1 + width)`` to ``1 + width``, and the A/A run that
+    gave it (None: it failed, and ``width`` is ``MIN_EFFECT``)."""
+
+    width: float
+    calibration: Result | None = None
+
+    @property
+    def low(self) -> float:
+        return 1.0 / (1.0 + self.width)
+
+    @property
+    def high(self) -> float:
+        return 1.0 + self.width
+
+    def describe(self) -> str:
+        return f"{self.low:.3f}-{self.high:.3f}"
+
+
+def calibrate(server, kernel: str) -> Band:
+    """The kernel's noise band: the baseline timed against itself, in full, on ``server``."""
+    result = server.evaluate(Candidate(label=f"{kernel} A/A (the baseline against itself)"))
+    if not result.ok or result.timing is None:
+        return Band(MIN_EFFECT, None)
+    return Band(band_from(result.timing.interval, MIN_EFFECT), result)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A confirmation in a fresh process: its result and whether it bears the claim."""
+
+    result: Result
+    band: Band
+
+    @property
+    def verdict(self) -> str:
+        """faster, slower or within (the band), or the status of a failed confirmation."""
+        if not self.result.ok or self.result.timing is None:
+            return self.result.status
+        return self.result.timing.verdict(self.band.width)
+
+    @property
+    def holds(self) -> bool:
+        return self.verdict == "faster"
+
+    def why_not(self, estimate: float | None) -> str:
+        """The row's note when the claim did not reproduce."""
+        searched = f"estimated {estimate:.2f}x in the search, " if estimate else ""
+        if not self.result.ok or self.result.timing is None:
+            return (f"not locked: the winner ({searched}then) failed its confirmation in a "
+                    f"fresh worker process: {self.result.reason()}")
+        timing = self.result.timing
+        low, high = timing.interval
+        return (f"not locked: the winner did not reproduce in a fresh worker process "
+                f"({searched}confirmed {timing.speedup:.2f}x, interval {low:.2f}-{high:.2f}, "
+                f"not wholly above the noise band {self.band.describe()})")
+
+
+def confirm(pool, candidate: Candidate, band: Band) -> Claim:
+    """``candidate`` timed A/B against the baseline, verified in full, in a new worker
+    process (``pool.fresh()``)."""
+    with pool.fresh() as server:
+        return Claim(server.evaluate(candidate.unraced()), band)
