@@ -16,7 +16,7 @@ import numpy as np
 from ..backends import get_backend
 from ..errors import R3Error
 from ..record.store import RecordingStore
-from . import protocol
+from . import contract, protocol
 from .compile import CandidateCompiler
 from .judge import Case, Judge, ReferenceError
 from .process import DEFAULT_ADDRESS_SPACE, WorkerDied, WorkerProcess
@@ -163,7 +163,8 @@ class ReplayServer:
             self._send_cases(cases)
             self.dropped_cases.append(f"{case.label}: {reason}")
         judge.cases = kept
-        self._send_cases(kept)
+        self.dropped_cases += judge.settle()
+        self._send_cases(judge.cases)
         self.judge = judge
 
     def close(self) -> None:
@@ -250,6 +251,13 @@ class ReplayServer:
     def _evaluate(self, candidate: Candidate) -> Result:
         compiled = self.compiler.compile(candidate)
         result = Result(protocol.OK, compile_seconds=dict(compiled.seconds))
+        if candidate.source_text is not None:  # kept only with what it assumes said
+            assumes = contract.assumptions(self.compiler.baseline_ir, compiled.ir,
+                                           self.spec.entry, self.spec.params,
+                                           self.judge.shared_buffers(), self.spec.no_alias)
+            if assumes:
+                result.details["assumes"] = assumes
+                result.diagnostics.append("assumes: " + "; ".join(assumes))
         name = f"candidate{next(self._names)}"
         tunables = {**self.spec.default_macros, **candidate.macros, **candidate.launch}
         pipeline = {**self.spec.pipeline, **candidate.pipeline}

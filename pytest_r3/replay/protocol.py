@@ -162,6 +162,7 @@ class KernelSpec:
     tolerance: dict = field(default_factory=dict)
     launch: dict = field(default_factory=dict)  # a GPU kernel's launch=, as plain data
     defines: list = field(default_factory=list)  # the declared defines=, [name, value] pairs
+    no_alias: bool = False  # declared: callers never pass overlapping buffers
 
     @classmethod
     def from_kernel(cls, kernel) -> KernelSpec:
@@ -180,6 +181,7 @@ class KernelSpec:
             tolerance=dict(getattr(kernel, "tolerance", None) or {}),
             launch=kernel.launch.portable() if getattr(kernel, "launch", None) else {},
             defines=[list(d) for d in kernel.source.defines],
+            no_alias=bool(getattr(kernel, "no_alias", False)),
         )
 
     def as_dict(self) -> dict:
