@@ -50,20 +50,31 @@ def _labelled(derived, words: str):
 
 
 def test_a_linear_extent_is_inferred_from_several_recordings():
-    assert infer_extents([_axpy(1000), _axpy(37)], AXPY)["x"] == Extent(scalar="n")
+    assert infer_extents([_axpy(1000), _axpy(37)], AXPY)["x"] == Extent(("n",))
     assert infer_extents([_axpy(1000, extra=1), _axpy(37, extra=1)], AXPY)["y"] == \
-        Extent(scalar="n", offset=1)
+        Extent(("n + 1",))
     doubled = [Planned(c.label, c.scalars, [Slot(["x"], False, np.zeros(2 * c.scalars["n"] + 3,
                                                                      np.float32)), c.slots[1]])
                for c in (_axpy(100), _axpy(10))]
-    assert infer_extents(doubled, AXPY)["x"] == Extent(scalar="n", scale=2, offset=3)
+    assert infer_extents(doubled, AXPY)["x"] == Extent(("2 * n + 3",))
+    assert Extent(("2 * n + 3",)).shape({"n": 5}) == (13,)
 
 
 def test_no_extent_where_the_recordings_disagree_with_any_relation():
     odd = Planned("odd", {"n": 50, "a": 1.0}, [Slot(["x"], False, np.zeros(77, np.float32)),
                                                Slot(["y"], True, np.zeros(50, np.float32))])
     extents = infer_extents([_axpy(1000), _axpy(37), odd], AXPY)
-    assert "x" not in extents and extents["y"] == Extent(scalar="n")
+    assert "x" not in extents and extents["y"] == Extent(("n",))
+
+
+def test_each_axis_of_a_matrix_follows_its_own_argument():
+    params = [{"name": "rows", "dtype": "int32", "is_pointer": False, "written": False},
+              {"name": "cols", "dtype": "int32", "is_pointer": False, "written": False},
+              {"name": "grid", "dtype": "float32", "is_pointer": True, "written": True}]
+    cases = [Planned(f"{r}x{c}", {"rows": r, "cols": c}, [Slot(["grid"], True,
+                                                             np.zeros((r, c), np.float32))])
+             for r, c in ((256, 300), (10, 37))]
+    assert infer_extents(cases, params)["grid"] == Extent(("rows", "cols"))
 
 
 def test_c_array_bounds_give_the_extent_of_a_matrix():
@@ -169,6 +180,8 @@ def test_each_input_and_output_of_one_shape_are_tried_in_place_beside_a_twin():
     assert shared.params == ["y", "x"] and shared.written
     x, y = in_place.twin.slots
     assert np.array_equal(x.values, y.values) and x.values is not y.values
+    assert np.array_equal(shared.values, x.values)
+    assert not np.array_equal(x.values, _axpy(37).slots[0].values)  # perturbed
     assert not [d for d in plan([_axpy(37)], AXPY, np.random.default_rng(0), no_alias=True)
                 if d.in_place or d.origin == "twin"]
 
@@ -268,3 +281,12 @@ def test_the_patch_says_what_the_rewrite_assumes_and_still_applies(tmp_path):
     applied = git("apply", str(patch))
     assert applied.returncode == 0, applied.stderr
     assert path.read_text() == restricted
+
+
+def test_derived_cases_start_from_a_recording_with_room_for_every_small_size():
+    """Not an empty launch, nor one smaller than 17 (its in-place result says little)."""
+    derived = plan([_axpy(0), _axpy(5), _axpy(100), _axpy(1000)], AXPY,
+                   np.random.default_rng(0))
+    assert [d.scalars["n"] for d in _labelled(derived, "small size")] == list(SMALL_SIZES)
+    assert all(d.label.startswith("recording n=100 ") for d in derived
+               if "above the largest" not in d.label)

@@ -49,31 +49,18 @@ class Derived:
 
 @dataclass(frozen=True)
 class Extent:
-    """How many elements a buffer has at given integer arguments: its C array bounds
-    (``dims``), or ``scale * scalar + offset`` for a one-dimensional one."""
+    """A buffer's shape as integer expressions of the arguments, one per axis: its C array
+    bounds (``("ni", "nj")``), or relations inferred from the recordings (``("2 * n + 3",)``)."""
 
-    dims: tuple[str, ...] = ()
-    scalar: str = ""
-    scale: int = 1
-    offset: int = 0
+    dims: tuple[str, ...]
 
     def shape(self, integers: dict[str, int]) -> tuple[int, ...] | None:
-        if self.dims:
-            shape = tuple(bound_value(b, integers) for b in self.dims)
-            return None if None in shape else shape  # type: ignore[return-value]
-        if self.scalar not in integers:
-            return None
-        return (self.scale * integers[self.scalar] + self.offset,)
+        shape = tuple(bound_value(b, integers) for b in self.dims)
+        return None if None in shape else shape  # type: ignore[return-value]
 
     @property
     def scalars(self) -> set[str]:
-        if self.scalar:
-            return {self.scalar}
-        return {word for bound in self.dims for word in _words(bound)}
-
-
-def _words(text: str) -> list[str]:
-    return re.findall(r"[A-Za-z_]\w*", text)
+        return {word for bound in self.dims for word in re.findall(r"[A-Za-z_]\w*", bound)}
 
 
 def plan(recorded: list, params: list[dict], rng: np.random.Generator,
@@ -83,16 +70,28 @@ def plan(recorded: list, params: list[dict], rng: np.random.Generator,
     if not recorded:
         return []
     by_size = sorted(recorded, key=lambda c: sum(s.values.nbytes for s in c.slots))
-    smallest, largest = by_size[0], by_size[-1]
     extents = infer_extents(recorded, params)
-    sizes = _size_scalars(smallest, params, extents)
-    derived = _scalar_cases(smallest, params, rng, sizes)
-    derived += _integer_range_cases(smallest, params, rng)
-    derived += _small_sizes(smallest, params, extents, sizes)
-    derived += _above(recorded, largest, params, extents, rng)
+    base = _base(by_size, params, extents)
+    sizes = _size_scalars(base, params, extents)
+    derived = _scalar_cases(base, params, rng, sizes)
+    derived += _integer_range_cases(base, params, rng)
+    derived += _small_sizes(base, params, extents, sizes)
+    derived += _above(recorded, by_size[-1], params, extents, rng)
     if not no_alias:
-        derived += _in_place(smallest)
+        derived += _in_place(base, rng)
     return derived
+
+
+def _base(by_size: list, params: list[dict], extents: dict[str, Extent]):
+    """The recording the derived cases start from: the smallest whose sizes are all at
+    least the largest of SMALL_SIZES (so every small size is below it, and an in-place
+    result says something), else the largest."""
+    for case in by_size:
+        sizes = _size_scalars(case, params, extents)
+        if all(s.values.size for s in case.slots) and \
+                all(int(case.scalars[n]) >= SMALL_SIZES[-1] for n in sizes):
+            return case
+    return by_size[-1]
 
 
 # -- scalars ----------------------------------------------------------------------------------
@@ -184,9 +183,9 @@ def _index_like(values: np.ndarray, largest: int) -> bool:
 # -- sizes ------------------------------------------------------------------------------------
 
 def infer_extents(recorded: list, params: list[dict]) -> dict[str, Extent]:
-    """Each pointer parameter's extent where it is known: its C array bounds, or a linear
-    relation ``scale * n + offset`` with one integer argument that every recording agrees
-    on (with recordings at one size only, the buffer's length equal to that argument)."""
+    """Each pointer parameter's extent where it is known: its C array bounds, or per axis
+    a linear relation ``scale * n + offset`` with one integer argument that every
+    recording agrees on (with recordings at one size only: the axis equal to an argument)."""
     integer_names = [p["name"] for p in params if not p["is_pointer"]
                      and np.dtype(p["dtype"]).kind in "iu"]
     extents: dict[str, Extent] = {}
@@ -194,33 +193,40 @@ def infer_extents(recorded: list, params: list[dict]) -> dict[str, Extent]:
         if not param["is_pointer"]:
             continue
         name = param["name"]
-        dims = tuple(param.get("dims") or ())
-        if dims and all(_shape_of(c, name) is not None and len(_shape_of(c, name)) == len(dims)
-                        for c in recorded):
-            extent = Extent(dims=dims)
-            if all(extent.shape(_integers(c)) == _shape_of(c, name) for c in recorded):
-                extents[name] = extent
-                continue
         shapes = [_shape_of(c, name) for c in recorded]
-        if any(s is None or len(s) != 1 for s in shapes):
+        if any(s is None or len(s) != len(shapes[0]) for s in shapes) or not shapes[0]:
             continue
-        lengths = [s[0] for s in shapes]
-        for scalar in integer_names:
-            points = sorted({(int(c.scalars[scalar]), n) for c, n in zip(recorded, lengths)})
-            if len({v for v, _ in points}) != len(points):
-                continue  # one value of the argument, several lengths: not this one
-            if len(points) == 1:
-                relation = (1, 0) if points[0][0] == points[0][1] else None
-            else:
-                (v1, n1), (v2, n2) = points[0], points[-1]
-                scale, rest = divmod(n2 - n1, v2 - v1)
-                relation = (scale, n1 - scale * v1) if not rest and scale >= 1 else None
-                if relation and any(scale * v + relation[1] != n for v, n in points):
-                    relation = None
-            if relation:
-                extents[name] = Extent(scalar=scalar, scale=relation[0], offset=relation[1])
+        candidates = [Extent(tuple(param.get("dims") or ()))]
+        axes = [_axis(recorded, [s[k] for s in shapes], integer_names)
+                for k in range(len(shapes[0]))]
+        if None not in axes:
+            candidates.append(Extent(tuple(axes)))
+        for extent in candidates:
+            if len(extent.dims) == len(shapes[0]) and all(
+                    extent.shape(_integers(c)) == s for c, s in zip(recorded, shapes)):
+                extents[name] = extent
                 break
     return extents
+
+
+def _axis(recorded: list, lengths: list[int], integer_names: list[str]) -> str | None:
+    """An expression of one integer argument giving ``lengths`` in every recording."""
+    for scalar in integer_names:
+        points = sorted({(int(c.scalars[scalar]), n) for c, n in zip(recorded, lengths)})
+        if len({v for v, _ in points}) != len(points):
+            continue  # one value of the argument, several lengths: not this one
+        if len(points) == 1:
+            scale, offset = (1, 0) if points[0][0] == points[0][1] else (0, 0)
+        else:
+            (v1, n1), (v2, n2) = points[0], points[-1]
+            scale, rest = divmod(n2 - n1, v2 - v1)
+            offset = n1 - scale * v1
+            if rest or any(scale * v + offset != n for v, n in points):
+                scale = 0
+        if scale >= 1:
+            text = scalar if scale == 1 else f"{scale} * {scalar}"
+            return text if not offset else f"{text} {'+' if offset > 0 else '-'} {abs(offset)}"
+    return None
 
 
 def _shape_of(case, name: str) -> tuple[int, ...] | None:
@@ -315,10 +321,11 @@ def _integers_of(scalars: dict) -> dict[str, int]:
 
 # -- in place ---------------------------------------------------------------------------------
 
-def _in_place(case) -> list[Derived]:
+def _in_place(case, rng: np.random.Generator) -> list[Derived]:
     """Each read-only input and written buffer of the same dtype and shape passed as one
-    buffer holding the input's values, with its out-of-place twin (the same values in two
-    buffers): the judge keeps the first only where the baseline gives the same result."""
+    buffer, with its out-of-place twin (the same values in two buffers): the judge keeps
+    the first only where the baseline gives the same result. The values are the input's,
+    perturbed: on a recorded constant field a stencil gives the same result both ways."""
     found: list[Derived] = []
     single = [s for s in case.slots if len(s.params) == 1 and not s.views]
     for source in (s for s in single if not s.written):
@@ -327,9 +334,11 @@ def _in_place(case) -> list[Derived]:
                     source.values.shape != target.values.shape:
                 continue
             pair = (source.params[0], target.params[0])
-            shared = Slot([pair[1], pair[0]], True, source.values)
+            values = verify.perturbed(source.values, rng, integers=True)
+            shared = Slot([pair[1], pair[0]], True, values)
             together = [shared if s is source else s for s in case.slots if s is not target]
-            apart = [Slot(s.params, s.written, source.values.copy()) if s is target else s
+            apart = [Slot(s.params, s.written, values.copy()) if s is source else
+                     Slot(s.params, s.written, values.copy()) if s is target else s
                      for s in case.slots]
             twin = Derived(f"{case.label} out of place, {pair[1]} holding {pair[0]}'s values",
                            dict(case.scalars), apart, origin="twin")

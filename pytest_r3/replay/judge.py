@@ -1,12 +1,14 @@
 """The verdict on a candidate, computed in the parent process, never where candidate code runs.
 
 The judge plans the input sets (cases) a candidate is run on: the recordings as they were,
-aliasing included; perturbed copies (float and integer data, float scalars); the smallest
-recording at nearby problem sizes; and each recording run again on the outputs it left, its
-read-only inputs changed in one random half, then in the other, or in one random element.
-Workload recordings (the
-sizes users run) are timed, weighted by how many launches each stands for, and checked
-after their timed runs; the oracles' recordings are timed only when there is no workload.
+aliasing and overlaps included; perturbed copies (float and integer data, float scalars);
+the smallest recording at nearby problem sizes; inputs no recording holds (``derived``:
+negated and nonzero scalars, integer data over its range, small sizes and one above the
+recordings, in place where the baseline allows it); and each recording run again on the
+outputs it left, its read-only inputs changed in one random half, then in the other, or in
+one random element. Workload recordings (the sizes users run) are timed, weighted by how
+many launches each stands for, and checked after their timed runs; the oracles' recordings
+are timed only when there is no workload.
 It learns what each case must produce from the baseline before any candidate has run in
 the worker, keeps those expected outputs here, and compares what comes back: guards,
 untouched inputs, outputs within tolerance, two runs with different random poison, and the
@@ -102,6 +104,7 @@ class Judge:
                 fresh.append(Case(f"{smallest.label} at a derived size ({sizes})", "derived",
                                   scalars, planning.resized(smallest.slots, self.spec.params,
                                                             scalars)))
+        if self.settings.derived_inputs and planned:
             fresh += self._derived(planned)
         kept = [step for case in planned for step in _kept_output_steps(case, rng)]
         return planned + fresh + kept + workloads

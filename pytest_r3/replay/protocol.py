@@ -123,6 +123,7 @@ class ReplaySettings:
     compile_timeout: float = 60.0      # seconds for clang, and for LLVM, on one candidate
     fresh_inputs: int = 1              # perturbed input sets per recording
     derived_sizes: bool = True         # replay the smallest recording at nearby sizes too
+    derived_inputs: bool = True        # inputs the recordings never hold (replay/derived.py)
     sanity_bound: float = 10.0         # speedups above this are re-verified and flagged
     reserve_inputs: int = 3            # extra perturbed sets kept for that re-verification
     timing_rounds: int = 15            # at most; fewer once the ratio is steady
