@@ -16,6 +16,15 @@ Base kernels (``tests/adversarial/_base_*.c``):
   on small integers stored as floats with a = 2 (so every rewrite below is exact on them).
   Every recorded size is a multiple of 8: only derived sizes catch a missing remainder loop.
 - ``prefix_sum``: inclusive prefix sum of ints, recorded at n = 200 and n = 37.
+- ``axpby``: ``y = a * x + b * y``, recorded at n = 1000 and n = 61 out of place only, with
+  b = 0 (its callers may call it in place; its test never does).
+- ``strided``: ``y[i] = x[i * inc]``, recorded at n = 500 and n = 61 with inc = 1 only.
+- ``shift``: a forward copy ``dst[i] = src[i]``, recorded as the in-place shift its callers
+  make, ``shift(n, buf + 1, buf)``: the arguments overlap partly.
+- ``smooth``: a three-point average, out of place; in place it is another computation.
+
+Cases that pass every recorded input and fail only on inputs the judge derives name the
+derived inputs in their first line (``words``): that is the class of input they cheat on.
 
 Cases marked ``contained`` run with the static check turned off
 (``ReplaySettings(static_check=False)``, for testing the layers alone): they show that the
@@ -86,6 +95,7 @@ def _v(status: str, *kinds: str | None) -> tuple:
 
 
 S, A, P = "scale_add", "axpy", "prefix_sum"
+AB, ST, SH, SM = "axpby", "strided", "shift", "smooth"
 VIOLATION, WRONG = "sandbox_violation", "wrong_output"
 CASES = [
     # layer 1 and 2: refused before anything runs
@@ -146,6 +156,15 @@ CASES = [
          words="production layout"),
     Case("layout_probe_small", S, _v(WRONG, "production_layout")),
     Case("layout_probe_oob", S, _v(WRONG, "out_of_bounds"), words="production layout"),
+    # inputs the recordings never hold, derived by the judge
+    Case("zero_scalar_dropped", AB, _v(WRONG, "mismatch"), words=r"zero .*made nonzero"),
+    Case("abs_scalar", S, _v(WRONG, "mismatch"), words=r"negated"),
+    Case("stride_assumed_one", ST, _v(WRONG, "mismatch"), words=r"integer scalar inc"),
+    Case("int_in_float", P, _v(WRONG, "mismatch"), words=r"integer data over"),
+    Case("small_size_head", S, _v(WRONG, "out_of_bounds"), words=r"small size"),
+    Case("stops_above_recordings", S, _v(WRONG, "mismatch"), words=r"above the largest"),
+    Case("overlap_backwards", SH, _v(WRONG, "mismatch"), words=r"overlap"),
+    Case("restrict_never_in_place", AB, _v(WRONG, "mismatch"), words=r"in place"),
     # layer 3 alone: the static check is off, the OS containment must refuse
     Case("os_fork", S, _v(VIOLATION, "syscall"), contained=True),
     Case("os_execve", S, _v(VIOLATION, "syscall"), contained=True),
@@ -158,6 +177,8 @@ CASES = [
     # still accepted
     Case("correct_vectorised", S, _v("ok", None)),
     Case("correct_keeps_baseline_global", A, _v("ok", None)),
+    # kept, with the contract it narrows said in its verdict
+    Case("restrict_assumed", SM, _v("ok", None), words=r"assumes: x and y do not overlap"),
 ]
 
 
@@ -191,7 +212,36 @@ def _prefix_sum_launches() -> list[tuple]:
             for n in (200, 37)]
 
 
-LAUNCHES = {S: _scale_add_launches, A: _axpy_launches, P: _prefix_sum_launches}
+def _axpby_launches() -> list[tuple]:
+    rng = np.random.default_rng(5)
+    return [(n, 1.5, rng.standard_normal(n).astype(np.float32), 0.0,
+             rng.standard_normal(n).astype(np.float32)) for n in (1000, 61)]
+
+
+def _strided_launches() -> list[tuple]:
+    rng = np.random.default_rng(3)
+    return [(n, 1, rng.standard_normal(n).astype(np.float32), np.zeros(n, dtype=np.float32))
+            for n in (500, 61)]
+
+
+def _shift_launches() -> list[tuple]:
+    rng = np.random.default_rng(13)
+    launches = []
+    for n in (1000, 61):
+        buffer = rng.standard_normal(n + 1).astype(np.float32)
+        launches.append((n, buffer[1:], buffer[:-1]))  # dst starts one element before src
+    return launches
+
+
+def _smooth_launches() -> list[tuple]:
+    rng = np.random.default_rng(17)
+    return [(n, rng.standard_normal(n).astype(np.float32), np.zeros(n, dtype=np.float32))
+            for n in (1000, 61)]
+
+
+LAUNCHES = {S: _scale_add_launches, A: _axpy_launches, P: _prefix_sum_launches,
+            AB: _axpby_launches, ST: _strided_launches, SH: _shift_launches,
+            SM: _smooth_launches}
 
 
 @dataclasses.dataclass
@@ -329,6 +379,9 @@ def test_hostile_candidate_gets_its_verdict(lab, case):
     assert verdict in case.expected, (
         f"{case.id}: got {verdict}, expected one of {list(case.expected)}\n{result.summary()}")
     assert elapsed < REQUEST_TIMEOUT, f"{case.id} took {elapsed:.1f} s"
+    if case.words:
+        assert re.search(case.words, result.reason()), (
+            f"{case.id}: the verdict does not name the class of input: {result.reason()}")
     if result.status == "ok":
         assert result.timing is not None and result.speedup > 0, result.summary()
     else:
@@ -415,6 +468,28 @@ def test_a_candidate_that_disarms_its_timer_costs_the_run_limit_not_the_request_
     assert "run limit of 0.5 s" in result.diagnostics[0], result.diagnostics[0]
     assert elapsed < 15, f"the hang cost {elapsed:.1f} s against a run limit of 0.5 s"
     assert server.evaluate(Candidate(label="baseline")).status == "ok"
+
+
+def test_a_declared_no_alias_contract_silences_the_assumption(lab, tmp_path):
+    """``r3.kernel(..., no_alias=True)``: callers never pass overlapping buffers, so the
+    rewrite that adds restrict is kept without an "assumes" note."""
+    path = tmp_path / "smooth.c"
+    path.write_text((HERE / "_base_smooth.c").read_text())
+    kernel = r3.kernel(path, entry="smooth", name="adversarial_smooth_no_alias",
+                       no_alias=True)
+    store = RecordingStore(tmp_path / "recordings")
+    launcher = kernel.build()
+    recordings = [capture(kernel, args, lambda a=args: launcher(*a), "no_alias")[1]
+                  for args in LAUNCHES[SM]()]
+    keys = store.save(kernel.name, recordings, cap_bytes=1 << 26)["kept"]
+    server = ReplayServer(KernelSpec.from_kernel(kernel), store.root, keys, FAST,
+                          address_space=ADDRESS_SPACE, request_timeout=REQUEST_TIMEOUT)
+    with server.start():
+        lab.worker_pids.add(server.pid)
+        case = Case("restrict_assumed", SM, _v("ok", None))
+        result = server.evaluate(Candidate(source_text=lab.source(case), label=case.id))
+    assert result.ok and "assumes" not in result.details, result.summary()
+    assert "assumes" not in result.reason()
 
 
 # -- what the suite leaves behind (these run last, in file order) -----------------------

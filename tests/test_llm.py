@@ -278,3 +278,25 @@ def test_without_a_model_tuning_says_so_once(mm_project: Path):
     result = run_pytest(mm_project, "--r3-tune")
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.count("no LLM configured") == 1
+
+
+def test_a_rewrite_that_adds_restrict_is_kept_saying_what_it_assumes(mm_project: Path):
+    """mm in place is not mm out of place, so in place is not verified: the rewrite that
+    adds restrict is kept with its assumption in the terminal table notes, the report and
+    the patch header, and the patch still applies."""
+    restricted = IKJ.replace("const double *a, const double *b, double *c",
+                             "const double *restrict a, const double *restrict b, "
+                             "double *restrict c")
+    with ScriptedChatServer(lambda body: fenced(restricted)) as server:
+        result = tune_with_model(mm_project, server.base_url)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "tuned (source rewrite)" in result.stdout
+    patch = mm_project / ".r3" / "patches" / "mm.patch"
+    header = patch.read_text().splitlines()[:2]
+    assert header == [f"pytest-r3: this rewrite assumes: {pair} do not overlap (review your "
+                      "callers)" for pair in ("a and c", "b and c")]
+    report = (mm_project / ".r3" / "report.md").read_text()
+    assert "the rewrite assumes: a and c do not overlap" in report
+    check = subprocess.run(["git", "apply", "--check", str(patch)], cwd=mm_project,
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr

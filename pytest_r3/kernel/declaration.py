@@ -78,6 +78,7 @@ class Kernel:
         tolerance: Mapping[str, object] | None = None,
         launch: LaunchConfig | None = None,
         specialize: Specialization | None = None,
+        no_alias: bool = False,
     ) -> None:
         self.source = source
         self.entry = entry
@@ -89,6 +90,7 @@ class Kernel:
         self.tolerance = dict(tolerance or {})
         self.launch = launch  # a GPU kernel's grid and block (pytest_r3.model.launch)
         self.specialize = specialize  # buckets with their own variant (kernel.specialize)
+        self.no_alias = no_alias  # declared: callers never pass overlapping buffers
         self._lock = threading.RLock()
         self._launchers: dict[Variant, object] = {}
         self._signature = None
@@ -283,6 +285,7 @@ def kernel(
     defines: Mapping[str, object] | None = None,
     include_dirs: Sequence[str | os.PathLike] = (),
     specialize: Sequence[str] | str | Callable[[Mapping[str, object]], object] | None = None,
+    no_alias: bool = False,
 ) -> Kernel:
     """Declare a compute kernel.
 
@@ -308,6 +311,10 @@ def kernel(
     scalar arguments (``specialize=["n"]``: power-of-two buckets, n=1000 in bucket 1024) or a
     function of the scalar arguments returning the bucket key (``lambda args: ...``); see
     :mod:`pytest_r3.kernel.specialize` and docs/tuning.md.
+
+    ``no_alias=True`` declares that callers never pass overlapping buffers: the judge then
+    does not try the kernel in place, and a rewrite that adds ``restrict`` is kept without
+    an "assumes: x and y do not overlap" note (docs/record-and-replay.md).
     """
     frame = sys._getframe(1)
     declaring_file = frame.f_globals.get("__file__")
@@ -333,10 +340,12 @@ def kernel(
     space = TuningSpace(tune, [*constraints, *limit], defaults, where=where)
     chosen = Pipeline.from_mapping(pipeline, where=f"{where}: ")
     _check_tolerance(tolerance, where)
+    if not isinstance(no_alias, bool):
+        raise DeclarationError(f"{where}: no_alias must be True or False, got {no_alias!r}")
     specialization = None if specialize is None else Specialization(specialize, where)
     declared = Kernel(kernel_source, entry=entry, name=name, backend=backend, space=space,
                       pipeline=chosen, declared_at=declared_at, tolerance=tolerance,
-                      launch=launch_config, specialize=specialization)
+                      launch=launch_config, specialize=specialization, no_alias=no_alias)
     _register(declared)
     return declared
 

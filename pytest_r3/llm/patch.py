@@ -43,11 +43,13 @@ def unified_diff(original: str, rewritten: str, relative_path: str) -> str:
 
 
 def write_patch(folder: Path, kernel: str, source_path: Path, root: Path,
-                rewritten: str) -> Path:
+                rewritten: str, assumes: list[str] | tuple[str, ...] = ()) -> Path:
     """Write the patch (paths relative to ``root``, the repository or rootdir).
 
     ``rewritten`` may use any line endings (the kernel's source is read with universal
-    newlines); the patch gives it the file's own."""
+    newlines); the patch gives it the file's own. ``assumes``: what the rewrite assumes of
+    its callers that the original does not, one header line each before the diff (``git
+    apply`` skips text before the first ``---``)."""
     try:
         relative = source_path.resolve().relative_to(root.resolve())
     except ValueError:
@@ -55,5 +57,8 @@ def write_patch(folder: Path, kernel: str, source_path: Path, root: Path,
     with open(source_path, encoding="utf-8", errors="surrogateescape", newline="") as stream:
         original = stream.read()
     diff = unified_diff(original, match_layout(original, rewritten), relative.as_posix())
+    if assumes:
+        diff = "".join(f"pytest-r3: this rewrite assumes: {note} (review your callers)\n"
+                       for note in assumes) + "\n" + diff
     return write_bytes_atomic(folder / f"{kernel}.patch",
                               diff.encode("utf-8", "surrogateescape"), root=folder.parent)

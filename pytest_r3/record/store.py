@@ -8,9 +8,11 @@ so the same launch seen twice is stored once.
 
 Pointer arguments that were the same buffer at the launch (``axpy(n, a, y, y)``) are
 recorded as aliased: ``aliases`` holds groups of parameter names, ``overlaps`` pairs of
-buffers that partly overlapped. A replay must pass one buffer for an aliased group
-(``Recording.arguments()`` does), or a rewrite that assumes ``restrict`` goes unnoticed.
-Recordings written before aliasing was recorded read as not aliased.
+buffers that partly overlapped and ``overlap_offsets`` how many bytes the second of each
+pair started after the first. A replay must pass one buffer for an aliased group
+(``Recording.arguments()`` does) and one for overlapping ones, or a rewrite that assumes
+``restrict`` goes unnoticed. Recordings written before aliasing was recorded read as not
+aliased; before offsets were, their overlaps are replayed on separate buffers.
 
 A recording is either an oracle's (verification, and timing when there is nothing else) or
 a *workload*: a launch from a benchmark test, an ``r3_workload`` test or the application
@@ -68,11 +70,14 @@ class Recording:
     # groups of pointer parameters that were the same buffer at the launch, in parameter
     # order (``[["x", "y"]]`` for ``axpy(n, a, y, y)``); empty when none aliased
     aliases: list[list[str]] = field(default_factory=list)
-    # pairs of pointer parameters whose memory partly overlapped (noted, not replayed)
+    # pairs of pointer parameters whose memory partly overlapped
     overlaps: list[list[str]] = field(default_factory=list)
     # a timing workload: {"weight": launches it stands for, "origin": the test or command
     # it came from, "run": the recording session}; None for an oracle recording
     workload: dict | None = None
+    # per overlapping pair: the byte offset of the second's start from the first's ([] in
+    # recordings made before offsets were kept: those overlaps replay on separate buffers)
+    overlap_offsets: list[int] = field(default_factory=list)
 
     @property
     def is_workload(self) -> bool:
@@ -103,8 +108,10 @@ class Recording:
             else:
                 digest.update(repr(self.scalars[name]).encode())
         if self.aliases or self.overlaps:
-            digest.update(json.dumps({"aliases": self.aliases,
-                                      "overlaps": self.overlaps}).encode())
+            described = {"aliases": self.aliases, "overlaps": self.overlaps}
+            if self.overlap_offsets:
+                described["overlap_offsets"] = self.overlap_offsets
+            digest.update(json.dumps(described).encode())
         if self.workload is not None:  # the same launch as an oracle's is stored apart
             digest.update(f"workload:{self.workload['origin']}".encode())
         return digest.hexdigest()[:20]
@@ -177,6 +184,7 @@ class Recording:
             "weak_outputs": self.weak_outputs(),
             "aliases": self.aliases,
             "overlaps": self.overlaps,
+            "overlap_offsets": self.overlap_offsets,
             **extra,
         }
 
@@ -225,7 +233,7 @@ def find_aliases(names: list[str], values: list[object]
     for name, extent, _ in extents:
         groups.setdefault(extent, []).append(name)
     aliases = [group for group in groups.values() if len(group) > 1]
-    overlaps = []
+    overlaps: list[list[str]] = []
     for i, (name_a, (space_a, start_a, size_a), value_a) in enumerate(extents):
         for name_b, (space_b, start_b, size_b), value_b in extents[i + 1:]:
             if space_a != space_b or (start_a, size_a) == (start_b, size_b):
@@ -239,6 +247,14 @@ def find_aliases(names: list[str], values: list[object]
                         pass
                 overlaps.append([name_a, name_b])
     return aliases, overlaps
+
+
+def overlap_offsets(names: list[str], values: list[object], overlaps: list[list[str]]
+                    ) -> list[int]:
+    """For each overlapping pair, the byte offset of the second's start from the first's."""
+    starts = {name: extent[1] for name, value in zip(names, values, strict=True)
+              if (extent := _extent(value)) is not None}
+    return [starts[second] - starts[first] for first, second in overlaps]
 
 
 def _numbers(array, param):
@@ -265,9 +281,11 @@ def capture(kernel, args: tuple, run: Callable[[], object], test: str) -> tuple[
                                             else int(result))
     pointers = [(p.name, a) for p, a in zip(signature.params, args, strict=False)
                 if p.is_pointer]
-    aliases, overlaps = find_aliases([n for n, _ in pointers], [a for _, a in pointers])
+    names, values = [n for n, _ in pointers], [a for _, a in pointers]
+    aliases, overlaps = find_aliases(names, values)
     recording = Recording(kernel.name, params, scalars, inputs, outputs, returned, [test],
-                          kernel.source.hash, aliases, overlaps)
+                          kernel.source.hash, aliases, overlaps,
+                          overlap_offsets=overlap_offsets(names, values, overlaps))
     return result, recording
 
 
@@ -320,7 +338,8 @@ class RecordingStore:
                                   meta.get("source_hash", ""),
                                   [list(g) for g in meta.get("aliases") or []],
                                   [list(p) for p in meta.get("overlaps") or []],
-                                  _workload_of(meta.get("workload")))
+                                  _workload_of(meta.get("workload")),
+                                  [int(o) for o in meta.get("overlap_offsets") or []])
             problem = _inconsistency(recording, meta)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CorruptRecording(meta_path, f"malformed metadata ({type(exc).__name__}: "
@@ -607,6 +626,8 @@ def _inconsistency(recording: Recording, meta: dict) -> str | None:
     for group in recording.aliases + recording.overlaps:
         if not set(group) <= pointers:
             return f"aliasing names unknown pointer parameters {group}"
+    if recording.overlap_offsets and len(recording.overlap_offsets) != len(recording.overlaps):
+        return "overlap_offsets does not give one offset per overlapping pair"
     return None
 
 

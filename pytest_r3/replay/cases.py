@@ -1,9 +1,11 @@
 """The input sets a candidate is judged on, built from recordings: the buffers as they were
-passed (aliased parameters share one), perturbed values, and nearby problem sizes."""
+passed (aliased parameters share one, partly overlapping ones one spanning both), perturbed
+values, and nearby problem sizes. Inputs the recordings never hold are in ``derived``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -14,35 +16,98 @@ from . import verify
 
 @dataclass
 class Slot:
-    """One buffer of a launch and the parameters it was passed as (several if they aliased)."""
+    """One buffer of a launch and the parameters it was passed as (several if they aliased
+    or overlapped). ``views``: parameters that start inside the buffer rather than at its
+    start, as ``name: (element offset, shape)``; the others are the whole buffer."""
 
     params: list[str]
     written: bool
     values: np.ndarray
+    views: dict[str, tuple[int, tuple[int, ...]]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
         return "/".join(self.params)
 
+    def view_of(self, array: np.ndarray, name: str) -> np.ndarray:
+        """What parameter ``name`` is passed of ``array`` (this slot's buffer, or its data)."""
+        if name not in self.views:
+            return array
+        offset, shape = self.views[name]
+        return array.reshape(-1)[offset: offset + math.prod(shape)].reshape(shape)
+
+    def layout(self) -> dict:
+        described: dict = {"params": self.params, "written": self.written}
+        if self.views:
+            described["views"] = {name: [offset, list(shape)]
+                                  for name, (offset, shape) in self.views.items()}
+        return described
+
+    @staticmethod
+    def from_layout(described: dict, values: np.ndarray) -> Slot:
+        views = {str(name): (int(offset), tuple(int(n) for n in shape))
+                 for name, (offset, shape) in (described.get("views") or {}).items()}
+        for name, (offset, shape) in views.items():
+            if offset < 0 or offset + math.prod(shape) > values.size:
+                raise ValueError(f"view {name!r} lies outside its buffer")
+        return Slot(list(described["params"]), bool(described["written"]), values, views)
+
 
 def slots_of(recording: Recording, params: list[dict]) -> list[Slot]:
-    """The recording's buffers, one per group of parameters that were the same array."""
+    """The recording's buffers: one per group of parameters that were the same array, and
+    one spanning each group that partly overlapped (when the recording kept the offsets)."""
     groups = [list(g) for g in getattr(recording, "aliases", None) or []]
     grouped = {name for group in groups for name in group}
     pointers = [p["name"] for p in params if p["is_pointer"]]
     groups += [[name] for name in pointers if name not in grouped]
     groups.sort(key=lambda g: pointers.index(g[0]))
     written = {p["name"] for p in params if p["written"]}
-    return [Slot(group, bool(written.intersection(group)), recording.inputs[group[0]])
-            for group in groups]
+    slots = [Slot(group, bool(written.intersection(group)), recording.inputs[group[0]])
+             for group in groups]
+    offsets = getattr(recording, "overlap_offsets", None) or []
+    for (first, second), offset in zip(recording.overlaps, offsets, strict=False):
+        slots = _merged(slots, first, second, offset)
+    return slots
+
+
+def sharing(slots: list[Slot]) -> str:
+    """How a launch's parameters shared buffers, for a case's label ("" when they did not)."""
+    parts = [f"{' and '.join(s.params)} "
+             + ("overlapping" if any(s.views[n][0] for n in s.views) else "the same buffer")
+             for s in slots if len(s.params) > 1]
+    return f", {', '.join(parts)} as recorded" if parts else ""
+
+
+def _merged(slots: list[Slot], first: str, second: str, offset: int) -> list[Slot]:
+    """``slots`` with the buffers of ``first`` and ``second`` (``second`` starting
+    ``offset`` bytes after ``first``) made one, as the launch passed them; unchanged where
+    the two cannot share one typed buffer (other dtypes, an offset between elements)."""
+    a = next(s for s in slots if first in s.params)
+    b = next(s for s in slots if second in s.params)
+    itemsize = a.values.dtype.itemsize
+    if a is b or a.values.dtype != b.values.dtype or offset % itemsize:
+        return slots
+    placed = {name: (a.views.get(name, (0, a.values.shape))[0], a.view_of(a.values, name))
+              for name in a.params}
+    start_b = offset // itemsize
+    placed.update({name: (start_b + b.views.get(name, (0, b.values.shape))[0],
+                          b.view_of(b.values, name)) for name in b.params})
+    low = min(start for start, _ in placed.values())
+    high = max(start + part.size for start, part in placed.values())
+    values = np.empty(high - low, dtype=a.values.dtype)
+    for start, part in placed.values():
+        values[start - low: start - low + part.size] = part.reshape(-1)
+    views = {name: (start - low, part.shape) for name, (start, part) in placed.items()}
+    merged = Slot(a.params + b.params, a.written or b.written, values, views)
+    return [merged if s is a else s for s in slots if s is not b]
 
 
 def perturb(scalars: dict, slots: list[Slot], params: list[dict],
             rng: np.random.Generator) -> tuple[dict, list[Slot]]:
     """New values of the same shape and scale: float and integer data, float scalars."""
     fresh_scalars = verify.perturbed_scalars(params, scalars, rng)
-    fresh_slots = [Slot(s.params, s.written, verify.perturbed(s.values, rng, integers=True))
-                   for s in slots]
+    fresh_slots = [Slot(s.params, s.written, verify.perturbed(s.values, rng, integers=True),
+                        s.views) for s in slots]
     return fresh_scalars, fresh_slots
 
 
@@ -58,7 +123,8 @@ def resized(slots: list[Slot], params: list[dict], scalars: dict) -> list[Slot]:
         bounds = next((dims[name] for name in slot.params if name in dims), None)
         shape = None if bounds is None or len(bounds) != slot.values.ndim else \
             tuple(bound_value(b, integers) for b in bounds)
-        if shape is None or None in shape or shape == slot.values.shape or min(shape) < 1:
+        if shape is None or None in shape or shape == slot.values.shape or min(shape) < 1 \
+                or slot.views:
             result.append(slot)
             continue
         fresh = np.resize(slot.values, shape)

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..backends import get_backend
 from ..errors import R3Error
 from ..record.store import RecordingStore
-from . import protocol
+from . import contract, protocol
 from .compile import CandidateCompiler
 from .judge import Case, Judge, ReferenceError
 from .measurement import RACE_STOPS, MalformedTiming, Timing, Workload
@@ -162,7 +162,8 @@ class ReplayServer:
             self._send_cases(cases)
             self.dropped_cases.append(f"{case.label}: {reason}")
         judge.cases = kept
-        self._send_cases(kept)
+        self.dropped_cases += judge.settle()
+        self._send_cases(judge.cases)
         self.judge = judge
 
     def close(self) -> None:
@@ -251,6 +252,16 @@ class ReplayServer:
     def _evaluate(self, candidate: Candidate) -> Result:
         compiled = self.compiler.compile(candidate)
         result = Result(protocol.OK, compile_seconds=dict(compiled.seconds))
+        if candidate.source_text is not None:  # kept only with what it assumes said
+            # on a GPU each argument is its own device copy: nothing was run in place
+            host = getattr(self.compiler.backend, "address_space_cap", True)
+            assumes = contract.assumptions(self.compiler.baseline_ir, compiled.ir,
+                                           self.spec.entry, self.spec.params,
+                                           self.judge.shared_buffers() if host else set(),
+                                           self.spec.no_alias)
+            if assumes:
+                result.details["assumes"] = assumes
+                result.diagnostics.append("assumes: " + "; ".join(assumes))
         name = f"candidate{next(self._names)}"
         tunables = {**self.spec.default_macros, **candidate.macros, **candidate.launch}
         pipeline = {**self.spec.pipeline, **candidate.pipeline}

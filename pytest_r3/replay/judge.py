@@ -1,12 +1,14 @@
 """The verdict on a candidate, computed in the parent process, never where candidate code runs.
 
 The judge plans the input sets (cases) a candidate is run on: the recordings as they were,
-aliasing included; perturbed copies (float and integer data, float scalars); the smallest
-recording at nearby problem sizes; and each recording run again on the outputs it left, its
-read-only inputs changed in one random half, then in the other, or in one random element.
-Workload recordings (the
-sizes users run) are timed, weighted by how many launches each stands for, and checked
-after their timed runs; the oracles' recordings are timed only when there is no workload.
+aliasing and overlaps included; perturbed copies (float and integer data, float scalars);
+the smallest recording at nearby problem sizes; inputs no recording holds (``derived``:
+negated and nonzero scalars, integer data over its range, small sizes and one above the
+recordings, in place where the baseline allows it); and each recording run again on the
+outputs it left, its read-only inputs changed in one random half, then in the other, or in
+one random element. Workload recordings (the sizes users run) are timed, weighted by how
+many launches each stands for, and checked after their timed runs; the oracles' recordings
+are timed only when there is no workload.
 It learns what each case must produce from the baseline before any candidate has run in
 the worker, keeps those expected outputs here, and compares what comes back: guards,
 untouched inputs, outputs within tolerance, two runs with different random poison, and the
@@ -22,6 +24,7 @@ import numpy as np
 
 from ..record.store import Recording
 from . import cases as planning
+from . import derived
 from .buffers import check_guards, check_plain, poison_for, split_plain, split_storage
 from .protocol import WRONG_OUTPUT, KernelSpec, Rejected, ReplaySettings
 from .verify import Tolerance, compare, parse_tolerances, perturbed
@@ -43,14 +46,15 @@ class Case:
     weak: bool = False
     after: list[Case] = field(default_factory=list)  # run first, on the same buffers
     weight: float = 1.0              # launches a timed workload stands for
+    in_place: tuple[str, str] | None = None  # derived: this input and output made one buffer
+    twin: Case | None = None         # ...and the same values out of place (origin "twin")
 
     @property
     def nbytes(self) -> int:
         return sum(slot.values.nbytes for slot in self.slots)
 
     def layout(self) -> dict:
-        return {"scalars": self.scalars,
-                "slots": [{"params": s.params, "written": s.written} for s in self.slots]}
+        return {"scalars": self.scalars, "slots": [s.layout() for s in self.slots]}
 
     def fills(self, seeds: dict[int, int]) -> dict[str, int]:
         """Poison seeds for the buffers the kernel only writes; the rest get their input."""
@@ -82,9 +86,11 @@ class Judge:
         workloads = [Case(f"workload {r.key} ({r.workload['origin']})", "workload",
                           dict(r.scalars), planning.slots_of(r, self.spec.params), r,
                           weight=r.weight) for r in recordings if r.is_workload]
-        planned = [Case(f"recording {r.key} ({', '.join(r.tests)})", "recorded", dict(r.scalars),
-                        planning.slots_of(r, self.spec.params), r) for r in recordings
-                   if not r.is_workload]
+        planned = []
+        for r in (r for r in recordings if not r.is_workload):
+            slots = planning.slots_of(r, self.spec.params)
+            label = f"recording {r.key} ({', '.join(r.tests)}){planning.sharing(slots)}"
+            planned.append(Case(label, "recorded", dict(r.scalars), slots, r))
         fresh = []
         for case in planned:
             for index in range(self.settings.fresh_inputs + self.settings.reserve_inputs):
@@ -101,8 +107,53 @@ class Judge:
                 fresh.append(Case(f"{smallest.label} at a derived size ({sizes})", "derived",
                                   scalars, planning.resized(smallest.slots, self.spec.params,
                                                             scalars)))
+        if self.settings.derived_inputs and planned:
+            fresh += self._derived(planned)
         kept = [step for case in planned for step in _kept_output_steps(case, rng)]
         return planned + fresh + kept + workloads
+
+    def _derived(self, planned: list[Case]) -> list[Case]:
+        """Cases the recordings never hold (see replay/derived.py), from their own stream
+        of random numbers: the perturbed cases above stay what they were."""
+        rng = np.random.default_rng([self.settings.seed, 21])
+        made: dict[int, Case] = {}
+        for item in derived.plan(planned, self.spec.params, rng, self.spec.no_alias):
+            made[id(item)] = Case(item.label, item.origin, item.scalars, item.slots,
+                                  in_place=item.in_place, twin=made.get(id(item.twin)))
+        return list(made.values())
+
+    def settle(self) -> list[str]:
+        """After learning: an in-place case stays only where the baseline gives there what
+        it gives out of place on the same values (then callers may call it in place, and a
+        candidate must agree); the twins go. Returns why cases were dropped."""
+        dropped, gone = [], set()
+        for case in [c for c in self.cases if c.in_place]:
+            twin = case.twin
+            problem = "its out-of-place twin was dropped" \
+                if not any(c is twin for c in self.cases) else \
+                self._in_place_differs(case, twin)
+            if problem:
+                gone.add(id(case))
+                dropped.append(f"{case.label}: {problem}; a candidate that assumes "
+                               f"{' and '.join(case.in_place)} never overlap says so")
+        self.cases = [c for c in self.cases if c.origin != "twin" and id(c) not in gone]
+        return dropped
+
+    def _in_place_differs(self, case: Case, twin: Case) -> str | None:
+        target = case.in_place[1]
+        number = next(n for n, s in enumerate(case.slots) if target in s.params)
+        apart = next(n for n, s in enumerate(twin.slots) if target in s.params)
+        problem = compare(target, twin.expected[apart], case.expected[number],
+                          self._tolerance(case.slots[number]))
+        if problem or case.returned != twin.returned:
+            return "the baseline gives another result in place than out of place"
+        return None
+
+    def shared_buffers(self) -> set[frozenset[str]]:
+        """Pairs of pointer parameters some verifying case passes as one buffer (aliased
+        or overlapping, recorded or derived): a candidate is checked with them together."""
+        return {frozenset((a, b)) for case in self.verifying() for slot in case.slots
+                for a in slot.params for b in slot.params if a < b}
 
     def learn(self, case: Case, run_batch) -> None:
         """What the baseline produces on ``case``; ``run_batch`` runs the baseline (see
@@ -121,10 +172,11 @@ class Judge:
                                      "not deterministic)")
         if case.recording is not None:
             for number, actual in first.items():
-                for name in case.slots[number].params:
+                slot = case.slots[number]
+                for name in slot.params:
                     recorded = case.recording.outputs.get(name)
                     problem = recorded is not None and compare(
-                        name, recorded, actual, self._tolerance(case.slots[number]))
+                        name, recorded, slot.view_of(actual, name), self._tolerance(slot))
                     if problem:
                         raise ReferenceError(
                             f"the baseline does not reproduce {case.label}: {problem}; the "
@@ -348,7 +400,7 @@ def _kept_output_steps(case: Case, rng: np.random.Generator) -> list[Case]:
     def changed(slots: list[planning.Slot], where: dict) -> list[planning.Slot]:
         return [planning.Slot(slot.params, slot.written, np.where(
                     where[number], perturbed(slot.values, rng, integers=True), slot.values)
-                    if number in where else slot.values)
+                    if number in where else slot.values, slot.views)
                 for number, slot in enumerate(slots)]
 
     steps: list[Case] = []

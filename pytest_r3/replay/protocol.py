@@ -135,6 +135,7 @@ class ReplaySettings:
     compile_timeout: float = 60.0      # seconds for clang, and for LLVM, on one candidate
     fresh_inputs: int = 1              # perturbed input sets per recording
     derived_sizes: bool = True         # replay the smallest recording at nearby sizes too
+    derived_inputs: bool = True        # inputs the recordings never hold (replay/derived.py)
     sanity_bound: float = 10.0         # speedups above this are re-verified and flagged
     reserve_inputs: int = 3            # extra perturbed sets kept for that re-verification
     timing_rounds: int = 15            # at most; fewer once the ratio is steady
@@ -175,6 +176,7 @@ class KernelSpec:
     tolerance: dict = field(default_factory=dict)
     launch: dict = field(default_factory=dict)  # a GPU kernel's launch=, as plain data
     defines: list = field(default_factory=list)  # the declared defines=, [name, value] pairs
+    no_alias: bool = False  # declared: callers never pass overlapping buffers
 
     @classmethod
     def from_kernel(cls, kernel) -> KernelSpec:
@@ -193,6 +195,7 @@ class KernelSpec:
             tolerance=dict(getattr(kernel, "tolerance", None) or {}),
             launch=kernel.launch.portable() if getattr(kernel, "launch", None) else {},
             defines=[list(d) for d in kernel.source.defines],
+            no_alias=bool(getattr(kernel, "no_alias", False)),
         )
 
     def as_dict(self) -> dict:

@@ -85,7 +85,7 @@ class Runner:
         self._repeats = {}
         self.cases = [
             WorkerCase(dict(case["scalars"]), [
-                Slot(list(slot["params"]), bool(slot["written"]), arrays[f"{index}.{number}"])
+                Slot.from_layout(slot, arrays[f"{index}.{number}"])
                 for number, slot in enumerate(case["slots"])])
             for index, case in enumerate(layout)]
 
@@ -101,8 +101,8 @@ class Runner:
                 GuardedBuffer(slot.values, guard_seed + number)
             buffer.fill(slot.values, fills.get(str(number)))
             buffers.append(buffer)
-            for name in slot.params:
-                by_param[name] = buffer.array
+            for name in slot.params:  # overlapping parameters: views of one buffer
+                by_param[name] = slot.view_of(buffer.array, name)
         args = [by_param[p.name] if p.is_pointer else case.scalars[p.name]
                 for p in self.signature.params]
         return args, buffers

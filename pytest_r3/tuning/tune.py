@@ -151,7 +151,9 @@ def _tune_variant(kernel, tuning: Tuning, lock_path, row: KernelReport,
     entry = _lock_entry(kernel, tuning, row, best, outcome.optimizer)
     if best.source_text is not None:  # the lock names the rewrite; the patch carries it
         entry["rewrite_hash"] = source_fingerprint(kernel.source.with_text(best.source_text))
-        row.notes.append(_write_patch(kernel, tuning, best.source_text))
+        assumes = list(result.details.get("assumes") or ())
+        row.notes += [f"the rewrite assumes: {note}" for note in assumes]
+        row.notes.append(_write_patch(kernel, tuning, best.source_text, assumes))
         _examples(tuning).remember(kernel.name, kernel.source.text, best.source_text,
                                    row.speedup)
     entry["source_hash"] = fingerprint
@@ -278,16 +280,17 @@ def _evolve(kernel, tuning: Tuning, servers, space, store, target, best, result)
     return outcome
 
 
-def _write_patch(kernel, tuning: Tuning, rewritten: str) -> str:
+def _write_patch(kernel, tuning: Tuning, rewritten: str, assumes: list[str]) -> str:
     from ..llm.patch import write_patch
 
     if kernel.source.path is None:
+        header = "".join(f"/* pytest-r3: this rewrite assumes: {note} */\n" for note in assumes)
         path = write_text_atomic(tuning.r3_dir / "patches" / f"{kernel.name}.rewrite.c",
-                                 rewritten, root=tuning.r3_dir.parent)
+                                 header + rewritten, root=tuning.r3_dir.parent)
         return (f"source rewrite written to {path} for review (inline source: put it in "
                 "the declaration to use it)")
     path = write_patch(tuning.r3_dir / "patches", kernel.name, kernel.source.path,
-                       tuning.root, rewritten)
+                       tuning.root, rewritten, assumes)
     return f"source rewrite written as {path} (apply with git apply)"
 
 

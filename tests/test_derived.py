@@ -1,0 +1,292 @@
+"""Inputs the recordings never hold (replay/derived.py), partial overlaps replayed as
+recorded (replay/cases.py), and what a rewrite assumes of its callers (replay/contract.py).
+The adversarial suite (test_adversarial.py) shows each against a real replay server."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import pytest_r3 as r3
+from pytest_r3.backends import get_backend
+from pytest_r3.errors import DeclarationError
+from pytest_r3.llm.patch import write_patch
+from pytest_r3.record.store import RecordingStore, capture
+from pytest_r3.replay import Candidate, KernelSpec
+from pytest_r3.replay.cases import Slot, slots_of
+from pytest_r3.replay.compile import CandidateCompiler
+from pytest_r3.replay.contract import assumptions, parameters
+from pytest_r3.replay.derived import SMALL_SIZES, Extent, infer_extents, plan
+
+
+@dataclass
+class Planned:
+    label: str
+    scalars: dict
+    slots: list[Slot]
+
+
+AXPY = [{"name": "n", "dtype": "int64", "is_pointer": False, "written": False},
+        {"name": "a", "dtype": "float32", "is_pointer": False, "written": False},
+        {"name": "x", "dtype": "float32", "is_pointer": True, "written": False},
+        {"name": "y", "dtype": "float32", "is_pointer": True, "written": True}]
+
+
+def _axpy(n: int, a: float = 2.0, extra: int = 0) -> Planned:
+    rng = np.random.default_rng(n)
+    return Planned(f"recording n={n}", {"n": n, "a": a}, [
+        Slot(["x"], False, rng.standard_normal(n + extra).astype(np.float32)),
+        Slot(["y"], True, rng.standard_normal(n + extra).astype(np.float32))])
+
+
+def _labelled(derived, words: str):
+    return [d for d in derived if words in d.label]
+
+
+# -- extents and sizes ------------------------------------------------------------------------
+
+
+def test_a_linear_extent_is_inferred_from_several_recordings():
+    assert infer_extents([_axpy(1000), _axpy(37)], AXPY)["x"] == Extent(("n",))
+    assert infer_extents([_axpy(1000, extra=1), _axpy(37, extra=1)], AXPY)["y"] == \
+        Extent(("n + 1",))
+    doubled = [Planned(c.label, c.scalars, [Slot(["x"], False, np.zeros(2 * c.scalars["n"] + 3,
+                                                                     np.float32)), c.slots[1]])
+               for c in (_axpy(100), _axpy(10))]
+    assert infer_extents(doubled, AXPY)["x"] == Extent(("2 * n + 3",))
+    assert Extent(("2 * n + 3",)).shape({"n": 5}) == (13,)
+
+
+def test_no_extent_where_the_recordings_disagree_with_any_relation():
+    odd = Planned("odd", {"n": 50, "a": 1.0}, [Slot(["x"], False, np.zeros(77, np.float32)),
+                                               Slot(["y"], True, np.zeros(50, np.float32))])
+    extents = infer_extents([_axpy(1000), _axpy(37), odd], AXPY)
+    assert "x" not in extents and extents["y"] == Extent(("n",))
+
+
+def test_each_axis_of_a_matrix_follows_its_own_argument():
+    params = [{"name": "rows", "dtype": "int32", "is_pointer": False, "written": False},
+              {"name": "cols", "dtype": "int32", "is_pointer": False, "written": False},
+              {"name": "grid", "dtype": "float32", "is_pointer": True, "written": True}]
+    cases = [Planned(f"{r}x{c}", {"rows": r, "cols": c}, [Slot(["grid"], True,
+                                                             np.zeros((r, c), np.float32))])
+             for r, c in ((256, 300), (10, 37))]
+    assert infer_extents(cases, params)["grid"] == Extent(("rows", "cols"))
+
+
+def test_c_array_bounds_give_the_extent_of_a_matrix():
+    """Small sizes cut the matrix; a size above it is planned only where its buffers stay
+    within ABOVE_COST times the largest recording's (4 columns grown by 17: too many)."""
+    params = [{"name": "ni", "dtype": "int32", "is_pointer": False, "written": False},
+              {"name": "nj", "dtype": "int32", "is_pointer": False, "written": False},
+              {"name": "C", "dtype": "float64", "is_pointer": True, "written": True,
+               "dims": ["ni", "nj"]}]
+    case = Planned("c", {"ni": 200, "nj": 4}, [Slot(["C"], True, np.ones((200, 4)))])
+    extents = infer_extents([case], params)
+    assert extents["C"].shape({"ni": 2, "nj": 3}) == (2, 3)
+    small = _labelled(plan([case], params, np.random.default_rng(0)), "small size")
+    assert [d.slots[0].values.shape for d in small] == [
+        (1, 1), (2, 2), (3, 3), (5, 4), (8, 4), (17, 4)]
+    assert not _labelled(plan([case], params, np.random.default_rng(0)), "above the largest")
+    case = Planned("c", {"ni": 200, "nj": 100}, [Slot(["C"], True, np.ones((200, 100)))])
+    above = _labelled(plan([case], params, np.random.default_rng(0)), "above the largest")
+    (ni, nj), = [(d.scalars["ni"], d.scalars["nj"]) for d in above]
+    assert ni > 200 + 16 and nj > 100 + 16 and above[0].slots[0].values.shape == (ni, nj)
+
+
+def test_small_sizes_cut_the_buffers_to_their_extents():
+    small = _labelled(plan([_axpy(1000), _axpy(37)], AXPY, np.random.default_rng(0)),
+                      "small size")
+    assert [d.scalars["n"] for d in small] == [s for s in SMALL_SIZES if s <= 37]
+    for case in small:
+        n = case.scalars["n"]
+        assert [s.values.size for s in case.slots] == [n, n]
+        assert np.array_equal(case.slots[0].values, _axpy(37).slots[0].values[:n])
+
+
+def test_a_size_above_the_largest_recording_has_inputs_drawn_like_the_recorded():
+    cases = [_axpy(1000), _axpy(37)]
+    above, = _labelled(plan(cases, AXPY, np.random.default_rng(0)), "above the largest")
+    n = above.scalars["n"]
+    assert 1000 + 17 <= n <= 1000 + 17 + 250 and above.scalars["a"] == 2.0
+    x = above.slots[0].values
+    assert x.size == n and np.array_equal(x[:1000], cases[0].slots[0].values)
+    assert abs(float(x[1000:].std()) - float(cases[0].slots[0].values.std())) < 0.3
+    again, = _labelled(plan(cases, AXPY, np.random.default_rng(0)), "above the largest")
+    assert again.scalars == above.scalars  # the same seed plans the same cases
+
+
+def test_no_size_above_the_recordings_where_an_extent_is_unknown():
+    odd = Planned("odd", {"n": 50, "a": 1.0}, [Slot(["x"], False, np.zeros(77, np.float32)),
+                                               Slot(["y"], True, np.zeros(50, np.float32))])
+    derived = plan([_axpy(1000), _axpy(37), odd], AXPY, np.random.default_rng(0))
+    assert not _labelled(derived, "above the largest")
+    assert _labelled(derived, "small size")  # x keeps its recorded buffer there
+
+
+# -- scalars and integer data -----------------------------------------------------------------
+
+
+def test_float_scalars_are_negated_and_a_recorded_zero_made_nonzero():
+    params = AXPY[:2] + [{"name": "b", "dtype": "float32", "is_pointer": False,
+                          "written": False}] + AXPY[2:]
+    case = _axpy(37, a=1.5)
+    case.scalars["b"] = 0.0
+    derived = plan([case], params, np.random.default_rng(0))
+    negated, = _labelled(derived, "negated")
+    assert negated.scalars["a"] < 0 and negated.scalars["b"] == 0.0
+    nonzero, = _labelled(derived, "zero made nonzero")
+    assert nonzero.scalars["a"] == 1.5 and nonzero.scalars["b"] != 0.0
+    assert np.float32(nonzero.scalars["b"]) == nonzero.scalars["b"]  # a float32 value
+
+
+def test_an_integer_scalar_of_one_is_changed_with_the_sizes_halved():
+    params = AXPY[:1] + [{"name": "inc", "dtype": "int64", "is_pointer": False,
+                          "written": False}] + AXPY[2:]
+    cases = [Planned(c.label, {"n": c.scalars["n"], "inc": 1}, c.slots)
+             for c in (_axpy(500), _axpy(61))]
+    changed, = _labelled(plan(cases, params, np.random.default_rng(0)), "integer scalar inc")
+    assert changed.scalars == {"n": 31, "inc": 2}
+
+
+def test_integer_data_is_drawn_over_its_range_but_indices_keep_theirs():
+    params = [{"name": "n", "dtype": "int64", "is_pointer": False, "written": False},
+              {"name": "x", "dtype": "int32", "is_pointer": True, "written": False},
+              {"name": "index", "dtype": "int32", "is_pointer": True, "written": False},
+              {"name": "out", "dtype": "int32", "is_pointer": True, "written": True}]
+    rng = np.random.default_rng(1)
+    case = Planned("ints", {"n": 37}, [
+        Slot(["x"], False, rng.integers(-50, 51, 37).astype(np.int32)),
+        Slot(["index"], False, rng.integers(0, 37, 37).astype(np.int32)),
+        Slot(["out"], True, np.zeros(37, np.int32))])
+    wide, = _labelled(plan([case], params, np.random.default_rng(0)), "integer data over")
+    x = wide.slots[0].values.astype(np.int64)
+    assert np.abs(x).max() > 2 ** 24 and np.abs(x).max() <= (2 ** 31 - 1) // 37
+    assert np.abs(x.sum()) < 2 ** 31  # a sum over the whole array stays defined
+    assert wide.slots[1] is case.slots[1]  # looks like indices: kept
+
+
+# -- in place and overlaps -------------------------------------------------------------------
+
+
+def test_each_input_and_output_of_one_shape_are_tried_in_place_beside_a_twin():
+    derived = plan([_axpy(37)], AXPY, np.random.default_rng(0))
+    in_place, = [d for d in derived if d.in_place]
+    assert in_place.in_place == ("x", "y") and in_place.twin.origin == "twin"
+    shared, = in_place.slots
+    assert shared.params == ["y", "x"] and shared.written
+    x, y = in_place.twin.slots
+    assert np.array_equal(x.values, y.values) and x.values is not y.values
+    assert np.array_equal(shared.values, x.values)
+    assert not np.array_equal(x.values, _axpy(37).slots[0].values)  # perturbed
+    assert not [d for d in plan([_axpy(37)], AXPY, np.random.default_rng(0), no_alias=True)
+                if d.in_place or d.origin == "twin"]
+
+
+SHIFT = "void shift(long n, const float *src, float *dst)\n" \
+        "{ for (long i = 0; i < n; ++i) dst[i] = src[i]; }\n"
+
+
+def test_a_partial_overlap_is_recorded_with_its_offset_and_replayed_as_one_buffer(tmp_path):
+    kernel = r3.kernel(SHIFT, entry="shift", name="overlap_shift")
+    buffer = np.arange(11, dtype=np.float32)
+    args = (10, buffer[1:], buffer[:-1])
+    _, recording = capture(kernel, args, lambda: kernel(*args), "test::shift")
+    assert recording.overlaps == [["src", "dst"]] and recording.overlap_offsets == [-4]
+    store = RecordingStore(tmp_path)
+    store.save(kernel.name, [recording], cap_bytes=1 << 20)
+    again = store.read(kernel.name, recording.key)
+    assert again.overlap_offsets == [-4] and again.key == recording.key
+    slot, = slots_of(again, recording.params)
+    assert slot.params == ["src", "dst"] and slot.written
+    assert np.array_equal(slot.values, np.arange(11, dtype=np.float32))
+    assert slot.views == {"src": (1, (10,)), "dst": (0, (10,))}
+    run = slot.values.copy()  # what a replay passes: views of one buffer
+    kernel(10, slot.view_of(run, "src"), slot.view_of(run, "dst"))
+    assert np.array_equal(slot.view_of(run, "dst"), recording.outputs["dst"])
+
+
+def test_recordings_without_offsets_replay_overlaps_on_separate_buffers(tmp_path):
+    kernel = r3.kernel(SHIFT, entry="shift", name="overlap_old")
+    buffer = np.arange(11, dtype=np.float32)
+    args = (10, buffer[1:], buffer[:-1])
+    _, recording = capture(kernel, args, lambda: kernel(*args), "test::shift")
+    recording.overlap_offsets = []  # as written before offsets were kept
+    assert [s.params for s in slots_of(recording, recording.params)] == [["src"], ["dst"]]
+
+
+# -- what a rewrite assumes -------------------------------------------------------------------
+
+AXPY_C = "void axpy(long n, float a, const float *x, float *y)\n" \
+         "{ for (long i = 0; i < n; ++i) y[i] = a * x[i] + y[i]; }\n"
+
+
+@pytest.fixture(scope="module")
+def compiler():
+    kernel = r3.kernel(AXPY_C, entry="axpy", name="contract_axpy")
+    spec = KernelSpec.from_kernel(kernel)
+    return spec, CandidateCompiler(spec, get_backend("cpu"))
+
+
+def _assumes(compiler, text: str, shared=(), no_alias=False) -> list[str]:
+    spec, built = compiler
+    ir = built.compile(Candidate(source_text=text)).ir
+    return assumptions(built.baseline_ir, ir, spec.entry, spec.params,
+                       {frozenset(p) for p in shared}, no_alias)
+
+
+def test_restrict_the_baseline_lacks_is_an_assumption(compiler):
+    restricted = AXPY_C.replace("const float *x, float *y",
+                                "const float *restrict x, float *restrict y")
+    assert parameters(compiler[1].baseline_ir, "axpy")["x"].count("noalias") == 0
+    assert _assumes(compiler, restricted) == ["x and y do not overlap"]
+    assert _assumes(compiler, restricted, shared=[("x", "y")]) == []  # verified in place
+    assert _assumes(compiler, restricted, no_alias=True) == []        # declared
+    assert _assumes(compiler, AXPY_C) == []
+
+
+def test_alignment_and_conditions_the_baseline_lacks_are_assumptions(compiler):
+    text = ("void axpy(long n, float a, const float *x, float *y)\n"
+            "{ const float *ax = __builtin_assume_aligned(x, 32); __builtin_assume(n % 8 == 0);"
+            "  for (long i = 0; i < n; ++i) y[i] = a * ax[i] + y[i]; }\n")
+    assert _assumes(compiler, text) == ["a pointer is 32-byte aligned "
+                                        "(__builtin_assume_aligned)",
+                                        "a condition of its own holds (__builtin_assume)"]
+
+
+def test_no_alias_must_be_a_bool():
+    with pytest.raises(DeclarationError, match="no_alias must be True or False"):
+        r3.kernel(AXPY_C, entry="axpy", name="contract_bad", no_alias="yes")
+    assert KernelSpec.from_kernel(r3.kernel(AXPY_C, entry="axpy", name="contract_ok",
+                                            no_alias=True)).no_alias
+
+
+def test_the_patch_says_what_the_rewrite_assumes_and_still_applies(tmp_path):
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=tmp_path, capture_output=True, text=True)
+
+    if git("init", "-q").returncode != 0:
+        pytest.skip("git is not available")
+    path = tmp_path / "axpy.c"
+    path.write_text(AXPY_C)
+    restricted = AXPY_C.replace("const float *x, float *y",
+                                "const float *restrict x, float *restrict y")
+    patch = write_patch(tmp_path / ".r3" / "patches", "axpy", path, tmp_path, restricted,
+                        ["x and y do not overlap"])
+    assert patch.read_text().splitlines()[0] == (
+        "pytest-r3: this rewrite assumes: x and y do not overlap (review your callers)")
+    applied = git("apply", str(patch))
+    assert applied.returncode == 0, applied.stderr
+    assert path.read_text() == restricted
+
+
+def test_derived_cases_start_from_a_recording_with_room_for_every_small_size():
+    """Not an empty launch, nor one smaller than 17 (its in-place result says little)."""
+    derived = plan([_axpy(0), _axpy(5), _axpy(100), _axpy(1000)], AXPY,
+                   np.random.default_rng(0))
+    assert [d.scalars["n"] for d in _labelled(derived, "small size")] == list(SMALL_SIZES)
+    assert all(d.label.startswith("recording n=100 ") for d in derived
+               if "above the largest" not in d.label)
