@@ -36,7 +36,7 @@ except ImportError:  # pragma: no cover - not POSIX: edits are atomic, not seria
     fcntl = None
 
 LOCK_TIMEOUT = 60.0  # seconds to wait for another run's edit of the same file
-DIR_HINT = "keep pytest-r3's state in a writable folder with --r3-dir DIR"
+DIR_HINT = "keep pytest-r3's state in a writable folder with --r3-dir=DIR"
 
 
 def _umask() -> int:
