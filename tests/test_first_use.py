@@ -175,3 +175,52 @@ def test_a_value_option_written_with_a_space_outside_the_project(pytester, proje
     fine, output = run(pytester, "--r3-record", f"--r3-dir={elsewhere}")
     assert fine.ret == 0, output
     assert (elsewhere / "recordings").is_dir()
+
+
+TOLERANT_C = """\
+#ifndef EPS
+#define EPS 0
+#endif
+void tolk(long n, const float *x, float *y) {
+    for (long i = 0; i < n; ++i) y[i] = x[i] * (1.0f + EPS * 1e-4f);
+}
+"""
+
+
+def test_replay_uses_the_tolerance_the_kernel_declares(pytester):
+    """EPS=1 is off by 1e-4 relative: beyond float32's default tolerance, within the
+    rtol=1e-3 the kernel declares (after its launches were recorded)."""
+    import subprocess
+    import sys
+
+    (pytester.path / "tolk.c").write_text(TOLERANT_C)
+    module = pytester.path / "tolmod.py"
+    module.write_text('import pytest_r3 as r3\ntolk = r3.kernel("tolk.c", entry="tolk", '
+                      'tune={"EPS": [0, 1]})\n')
+    pytester.makepyfile(test_tol=textwrap.dedent("""
+        import numpy as np, pytest
+        from tolmod import tolk
+
+        @pytest.mark.r3_oracle(tolk)
+        def test_tol():
+            x = np.arange(1, 1001, dtype=np.float32)
+            y = np.empty_like(x)
+            tolk(len(x), x, y)
+            np.testing.assert_allclose(y, x, rtol=1e-3)
+    """))
+    (pytester.path / "pytest.ini").write_text("[pytest]\n")
+    recorded, output = run(pytester, "--r3-record")
+    assert recorded.ret == 0, output
+
+    def replay() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pytest_r3.cli", "replay", "tolk",
+                               "--set", "EPS=1"], cwd=pytester.path, capture_output=True,
+                              text=True, timeout=300)
+
+    strict = replay()
+    assert strict.returncode == 1 and "wrong_output" in strict.stdout, strict.stdout
+    module.write_text(module.read_text().replace('"EPS": [0, 1]}', '"EPS": [0, 1]}, '
+                                                 'tolerance={"rtol": 1e-3}'))
+    tolerant = replay()
+    assert tolerant.returncode == 0, tolerant.stdout + tolerant.stderr
+    assert tolerant.stdout.startswith("tolk: ok")
