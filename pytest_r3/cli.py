@@ -149,6 +149,8 @@ def _replay(args: argparse.Namespace) -> int:
     from .replay import Candidate, ReplaySettings
     from .replay.manual import replay
 
+    # first: collecting runs pytest, which resets the warnings shown once below
+    tolerance = _declared_tolerance(args.kernel)
     store = RecordingStore(Path(args.r3_dir) / "recordings")
     # a spec file that cannot be read is named (CorruptRecording), not a JSON traceback
     if store.spec(args.kernel) is not None and not store.keys(args.kernel):
@@ -162,7 +164,7 @@ def _replay(args: argparse.Namespace) -> int:
     result = replay(args.kernel, candidate, r3_dir=args.r3_dir,
                     recordings=args.recording or None, source_file=args.source,
                     settings=ReplaySettings(run_timeout=args.r3_run_timeout),
-                    tolerance=_declared_tolerance(args.kernel))
+                    tolerance=tolerance)
     if args.json:
         print(json.dumps(result.as_dict(), indent=2))
     else:

@@ -6,7 +6,7 @@ measured; a summary table and chart give each kernel's confirmed speedup with it
 interval. Each kernel then gets every evaluation of its search plotted in order (ok, lost
 race, failed; the finalists ringed), how the speedup depends on each setting (a slice per
 setting, ranked by how much it moves the speedup), its failures by cause with an example,
-its workloads, and its achieved throughput where the kernel declares its work."""
+and its workloads."""
 
 from __future__ import annotations
 
@@ -181,29 +181,6 @@ def _workloads(row: KernelReport) -> str:
             + "</table>")
 
 
-def _throughput(row: KernelReport) -> str:
-    """Achieved FLOP/s and bytes/s of the timed total, against the machine's peaks where
-    the report knows them (``row.work``: flops, bytes, peak_flops, peak_bytes)."""
-    work = row.work
-    if not work or not row.tuned_seconds:
-        return ""
-    cells = []
-    for key, unit, peak in (("flops", "GFLOP/s", "peak_flops"), ("bytes", "GB/s", "peak_bytes")):
-        if work.get(key):
-            tuned = work[key] / row.tuned_seconds / 1e9
-            base = work[key] / row.baseline_seconds / 1e9 if row.baseline_seconds else None
-            share = (f"{100 * tuned * 1e9 / work[peak]:.0f}% of the {work[peak] / 1e9:.1f} "
-                     f"{unit} peak" if work.get(peak) else "peak unknown")
-            cells.append(f"<tr><td>{unit}</td><td class='num'>"
-                         f"{'-' if base is None else f'{base:.2f}'}</td>"
-                         f"<td class='num'>{tuned:.2f}</td><td>{share}</td></tr>")
-    if not cells:
-        return ""
-    return ("<h4>Achieved throughput</h4><table><tr><th></th><th class='num'>baseline</th>"
-            "<th class='num'>tuned</th><th>against the machine</th></tr>" + "".join(cells)
-            + "</table>")
-
-
 def _evolution(row: KernelReport) -> str:
     if not row.evolution:
         return ""
@@ -226,8 +203,7 @@ def _kernel(row: KernelReport) -> str:
         parts.append(f"<h4>Every evaluation ({len(row.evaluation_log)}, "
                      f"{row.new_evaluations} new, {_e(row.optimizer or '-')})</h4>")
         parts.append(svg.evaluations_chart(row.evaluation_log, row.speedup))
-    parts += [_settings_section(row), _failures(row), _workloads(row), _throughput(row),
-              _evolution(row)]
+    parts += [_settings_section(row), _failures(row), _workloads(row), _evolution(row)]
     if row.notes:
         parts.append("<ul>" + "".join(f"<li>{_e(note)}</li>" for note in row.notes) + "</ul>")
     parts.append("</section>")

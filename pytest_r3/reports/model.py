@@ -38,8 +38,6 @@ class KernelReport:
     # failed candidates by cause, most frequent first: status, count, and one example's
     # settings and first diagnostic line
     failure_causes: list[dict] = field(default_factory=list)
-    # optional work per call from r3.kernel(work=...): flops and bytes of the timed total
-    work: dict = field(default_factory=dict)
 
     @property
     def label(self) -> str:

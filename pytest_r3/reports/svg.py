@@ -115,7 +115,7 @@ def evaluations_chart(points: list[dict], confirmed: float | None,
     measured = [p["speedup"] for p in points if p["speedup"] is not None]
     top = max([*measured, confirmed or 0.0, 1.0]) * 1.08
     frame = Frame(width, height, (0, max(p["index"] for p in points)), (0, top),
-                  "evaluation", "speedup over the baseline")
+                  "evaluation", "speedup over the baseline", top=30)
     parts = frame.axes(x_format=lambda v: f"{v:g}")
     parts.append(frame.baseline())
     best, steps = 1.0, []
@@ -154,8 +154,8 @@ def evaluations_chart(points: list[dict], confirmed: float | None,
     parts += legend([(COLOURS["ok"], "ok"), (COLOURS["lost race"], "lost race"),
                      (COLOURS["failed"], "failed (on the axis)"),
                      (COLOURS["finalist"], "finalist (ringed)"),
-                     (COLOURS["best"], "best so far / confirmed")], frame.left + 6,
-                    frame.top + 14)
+                     (COLOURS["best"], "best so far / confirmed")], frame.left,
+                    frame.top - 10)
     return frame.svg(parts, "speedup of every evaluation, in order")
 
 
