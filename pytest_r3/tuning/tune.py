@@ -10,8 +10,8 @@ import json
 import time
 
 from .. import __version__
-from ..errors import R3Error
 from ..backends.clang import host_target
+from ..errors import R3Error
 from ..kernel.lock import features_hash, source_fingerprint, update_entry
 from ..outputs import write_text_atomic
 from ..replay.protocol import Candidate
