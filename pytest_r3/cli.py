@@ -149,6 +149,8 @@ def _replay(args: argparse.Namespace) -> int:
     from .replay import Candidate, ReplaySettings
     from .replay.manual import replay
 
+    # first: collecting runs pytest, which resets the warnings shown once below
+    tolerance = _declared_tolerance(args.kernel)
     store = RecordingStore(Path(args.r3_dir) / "recordings")
     # a spec file that cannot be read is named (CorruptRecording), not a JSON traceback
     if store.spec(args.kernel) is not None and not store.keys(args.kernel):
@@ -161,12 +163,24 @@ def _replay(args: argparse.Namespace) -> int:
                           label="command line")
     result = replay(args.kernel, candidate, r3_dir=args.r3_dir,
                     recordings=args.recording or None, source_file=args.source,
-                    settings=ReplaySettings(run_timeout=args.r3_run_timeout))
+                    settings=ReplaySettings(run_timeout=args.r3_run_timeout),
+                    tolerance=tolerance)
     if args.json:
         print(json.dumps(result.as_dict(), indent=2))
     else:
         print(f"{args.kernel}: {result.summary()}")
     return OK if result.ok else REJECTED
+
+
+def _declared_tolerance(name: str) -> dict | None:
+    """The tolerance= the project declares for kernel ``name`` now (it may have changed
+    since the recordings were made); None when the kernel is not declared here."""
+    try:
+        kernels, _, _ = declared_kernels([])
+    except Exception:  # a project that does not collect: the recorded tolerance stands
+        return None
+    kernel = kernels.get(name)
+    return None if kernel is None else dict(kernel.tolerance)
 
 
 def _one_paragraph(exc: CompileError) -> str:

@@ -43,9 +43,9 @@ except ImportError:  # pragma: no cover - not POSIX: edits are atomic, not seria
     fcntl = None
 
 LOCK_TIMEOUT = 60.0  # seconds to wait for another run's edit of the same file
-DIR_HINT = "keep pytest-r3's state in a writable folder with --r3-dir DIR"
+DIR_HINT = "keep pytest-r3's state in a writable folder with --r3-dir=DIR"
 LINK_HINT = ("pytest-r3 never writes through a symbolic link: remove the link (or keep the "
-             "state elsewhere with --r3-dir DIR)")
+             "state elsewhere with --r3-dir=DIR)")
 _DIRECTORY = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 

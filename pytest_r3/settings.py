@@ -11,11 +11,21 @@ import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
 
+TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
 
 def _flag(value: object) -> bool:
+    """A boolean ini value; anything but the words below is refused, not taken as false."""
     if isinstance(value, bool):
         return value
-    return str(value).strip().lower() in ("1", "true", "yes", "on")
+    text = str(value).strip().lower()
+    if text not in TRUE + FALSE:
+        raise ValueError(f"{value!r} is not a boolean")
+    return text in TRUE
+
+
+EXPECTED = {_flag: "true or false (also yes/no, on/off, 1/0)", int: "a whole number",
+            float: "a number", str: "text"}
 
 
 @dataclass(frozen=True)
@@ -70,6 +80,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
            "on the weighted total and on every workload: a percent (5), or pytest-benchmark's "
            "--benchmark-compare-fail syntax (median:5%%, mean:0.001 in seconds); "
            "comma-separated for several", "5", str, metavar="THRESHOLD"),
+    Option("r3_require_lock", "with --r3-check: fail when there is no r3.lock, or no entry "
+           "in it for this machine's target (for CI; without it, nothing to check passes)",
+           False, _flag, is_flag=True),
     Option("r3_llm_model", "chat model for source rewrites; none: tune settings only", "",
            str, metavar="MODEL"),
     Option("r3_llm_base_url", "OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 "
@@ -159,6 +172,6 @@ def value(config, name: str) -> object:
     try:
         return option.convert(raw)
     except (TypeError, ValueError):
+        expected = EXPECTED.get(option.convert, option.convert.__name__)
         raise pytest.UsageError(
-            f"{source}: {raw!r} is not valid; expected {option.convert.__name__} "
-            f"({option.help})") from None
+            f"{source}: {raw!r} is not valid; expected {expected} ({option.help})") from None

@@ -88,6 +88,15 @@ def isolated_registry():
     declaration.restore_registry(saved)
 
 
+@pytest.fixture(autouse=True)
+def outside_any_xdist_worker(monkeypatch):
+    """Under ``pytest -n 2`` this process is an xdist worker; the pytest runs a test starts
+    must not inherit that (their own workers and controller tell themselves apart by
+    PYTEST_XDIST_WORKER)."""
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture
 def empty_registry():
     """No kernel declared, as in a fresh process (for in-process pytester runs, which see

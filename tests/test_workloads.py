@@ -273,7 +273,7 @@ def test_check_threshold_in_pytest_benchmark_syntax_checks_every_workload(projec
     assert ("workload test_bench.py::test_wl_scale_production [in(700, 700);out(700, 700);"
             "n=700]: the locked variant against the baseline: Field 'median' has failed "
             "PercentageRegressionCheck") in out
-    markdown = (project / ".r3" / "report.md").read_text()  # what CI posts on the PR
+    markdown = (project / ".r3" / "check-report.md").read_text()  # what CI posts on the PR
     assert markdown.startswith("## pytest-r3 check report")
     assert "| FAIL: slower |" in markdown and "### Workloads of `wl_scale`" in markdown
 

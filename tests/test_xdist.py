@@ -107,7 +107,7 @@ def test_record_tune_and_check_under_xdist(pytester, project: Path, monkeypatch)
     assert tuned.ret == 0, output
     assert "no kernel to tune" not in output
     assert output.count("pytest-r3 tuning") == 1
-    tuned.stdout.fnmatch_lines(["xscale*tuned*ORDER=1"])
+    tuned.stdout.fnmatch_lines(["xscale*tuned*", "*settings: ORDER=1"])
     lock = json.loads((project / "r3.lock").read_text())
     (entry,) = lock["kernels"]["xscale"].values()
     assert entry["macros"] == {"ORDER": 1}
@@ -123,7 +123,7 @@ def test_record_tune_and_check_under_xdist(pytester, project: Path, monkeypatch)
     output = checked.stdout.str()
     assert checked.ret == 0, output
     assert output.count("pytest-r3 check") == 1
-    checked.stdout.fnmatch_lines(["xscale*ok*ORDER=1"])
+    checked.stdout.fnmatch_lines(["xscale*ok*", "*settings: ORDER=1"])
     assert [(order, test) for worker, order, test in runs(project) if worker == "-"] == [
         ("1", LARGE), ("1", SMALL)]
 

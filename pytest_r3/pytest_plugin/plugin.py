@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from .. import settings as options
-from ..errors import DeclarationError
+from ..errors import DeclarationError, R3Error
 from ..kernel import declaration
 from . import distributed
 from .oracle_run import ENV as ORACLE_RUN_ENV
@@ -52,6 +52,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(OracleRunPlugin(Path(request)), "r3-oracle-run")
         return
     _choose_cuda_emulation(config)
+    _refuse_a_value_taken_for_a_path(config)
     tune = options.value(config, "r3_tune")
     check = options.value(config, "r3_check")
     if tune and check:
@@ -83,6 +84,44 @@ def pytest_configure(config: pytest.Config) -> None:
                 TunePlugin(config, recorder, r3_dir(config), "tune" if tune else "check",
                            distributed=where == "controller"),
                 "r3-tuning")
+
+
+def _refuse_a_value_taken_for_a_path(config: pytest.Config) -> None:
+    """``--r3-dir DIR`` with a space: pytest looks for the rootdir and config file before
+    plugins add their options, so it took DIR, an existing folder outside the one pytest
+    started in, for a test path and may have lost both. Refused, with the spelling that
+    works (a folder inside, such as ``.r3``, cannot move the rootdir)."""
+    args = list(config.invocation_params.args)
+    flags = {option.flag for option in options.OPTIONS.values() if not option.is_flag}
+    for flag, value in zip(args, args[1:]):
+        if flag not in flags:
+            continue
+        here = Path(config.invocation_params.dir)
+        path = here / value
+        if path.exists() and not path.resolve().is_relative_to(here.resolve()):
+            raise pytest.UsageError(
+                f"{flag} {value}: pytest read {value} as a test path while looking for the "
+                f"rootdir (now {config.rootpath}); write {flag}={value}")
+
+
+def check_declarations(config: pytest.Config) -> None:
+    """Each declared kernel's source compiles and defines its entry: checked when kernels
+    are collected for --r3-list, --r3-record, --r3-tune or --r3-check, so a wrong entry=
+    is one line naming the declaration, not a traceback at the kernel's first call."""
+    for name in sorted(declaration.registry()):
+        kernel = declaration.registry()[name]
+        try:
+            _ = kernel.signature  # compiles the baseline and reads its entry
+        except R3Error as exc:
+            where = _relative(kernel.declared_at, config.rootpath)
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            first = first.replace(kernel.where, "").lstrip(": ")
+            prefix = f"kernel {name!r} ("
+            if first.startswith(prefix) and "): " in first:  # the source, named again
+                first = (_relative(kernel.source.filename, config.rootpath) + ": "
+                         + first.split("): ", 1)[1])
+            raise pytest.UsageError(f"pytest-r3: kernel {name!r} declared at {where}: {first}"
+                                    ) from None
 
 
 def r3_dir(config: pytest.Config) -> Path:
@@ -150,6 +189,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for name in oracle_kernels(item):
             oracles.setdefault(name, []).append(item.nodeid)
     config.stash[oracles_key] = oracles
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    config = session.config
+    if config.option.collectonly or distributed.role(config) is not None:
+        return  # under xdist, each worker's kernels fail at their first call instead
+    if any(options.value(config, name) for name in ("r3_list", "r3_record", "r3_tune",
+                                                    "r3_check")):
+        check_declarations(config)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,9 @@ from ..errors import CorruptStateError, R3Error, StateLockTimeout, StateWriteErr
 from ..kernel import declaration
 from ..kernel.lock import LOCK_NAME, LockFile
 from ..outputs import refuse_links
-from ..reports import KernelReport, write_reports
+from ..reports import KernelReport, RunInfo, write_reports
+from ..reports.model import human_seconds
+from ..reports.run import load_average
 from ..tuning.context import Tuning, TuningSettings
 from .oracle_run import failure_line
 from .recording import RecordingPlugin
@@ -38,8 +41,11 @@ class TunePlugin:
         self.r3_dir = r3_dir
         self.mode = mode  # "tune" or "check"
         self.rows: list[KernelReport] = []
+        self.report_paths: dict[str, Path] = {}
+        self.load_at_start = load_average()
         self.failures: list[str] = []
         self.skipped_reason: str | None = None
+        self.missing_lock: str | None = None  # --r3-check: why nothing was checked
         self.usage_error: str | None = None
         self.unimportable: dict[str, str] = {}  # xdist controller: kernel -> why not
         self.lock_path = config.rootpath / LOCK_NAME
@@ -117,37 +123,40 @@ class TunePlugin:
         if self.skipped_reason or self.usage_error:
             write(self.skipped_reason or self.usage_error, red=True)
             return
-        if not self.rows:
-            write("no kernel to " + self.mode + (" (no lock entry for this target)"
-                                                 if self.mode == "check" else ""))
-        header = (f"{'kernel':<16} {'status':<22} {'baseline':>12} {'tuned':>12} "
-                  f"{'speedup (IQR)':>22} {'evals':>11}  changes")
-        if self.rows:
-            write(header, bold=True)
-        for row in self.rows:
-            speedup = "-" if row.speedup is None else (
-                f"{row.speedup:.2f}x ({row.speedup_q1:.2f}-{row.speedup_q3:.2f})")
-            write(f"{row.label:<16} {row.status:<22} {_us(row.baseline_seconds):>12} "
-                  f"{_us(row.tuned_seconds):>12} {speedup:>22} "
-                  f"{row.evaluations:>5} ({row.new_evaluations:>3})  {row.describe_changes()}",
-                  red=row.status.startswith("FAIL"))
-            for sub in row.buckets:  # a specialised kernel: the variant of each bucket
-                speedup = "-" if sub.speedup is None else f"{sub.speedup:.2f}x"
-                write(f"    bucket {sub.bucket}: {sub.status}, {_us(sub.baseline_seconds)} -> "
-                      f"{_us(sub.tuned_seconds)}, {speedup}, {sub.evaluations} evaluations, "
-                      f"{sub.describe_changes()}", red=sub.status.startswith("FAIL"))
-            for workload in row.workloads:
-                write(f"    workload {workload['origin']} [{workload['shape']}] x"
-                      f"{workload['weight']:g}: {_us(workload['baseline_median'])} -> "
-                      f"{_us(workload['candidate_median'])}, {workload['speedup']:.2f}x")
-            for note in row.notes:
-                write(f"    {note}")
-        if self.mode == "tune" and self.rows:
-            write(f"lock file: {self.lock_path}")
-        if self.rows or self.mode == "check":
-            write(f"reports: {self.r3_dir / 'report.md'}, report.json, report.html")
+        for line, red in table_lines(self.rows):
+            write(line, red=red, bold=line.startswith("kernel "))
+        if self.missing_lock:
+            write(self.missing_lock, yellow=True)
+        elif not self.rows and self.mode == "tune":
+            write(self._nothing_to_tune(), yellow=True)
+        lock = self._shown(self.lock_path)
+        if self.mode == "tune" and any(row.status.startswith("tuned") for row in self.rows):
+            write(f"lock file: {lock}")
+        elif self.mode == "tune" and self.rows:
+            write(f"lock file: none written ({lock} "
+                  + ("unchanged)" if self.lock_path.exists() else "does not exist)"))
+        if self.report_paths:
+            write(f"reports: {self._shown(self.report_paths['html'])}, "
+                  f"{self.report_paths['md'].name}, {self.report_paths['json'].name}")
         for failure in self.failures:
             write(f"FAILED {failure}", red=True)
+
+    def _shown(self, path: Path) -> str:
+        """``path`` relative to where pytest was started, when it lies below it."""
+        try:
+            return str(path.relative_to(self.config.invocation_params.dir))
+        except ValueError:
+            return str(path)
+
+    def _nothing_to_tune(self) -> str:
+        if not declaration.registry() and not self.recorder.declared:
+            return ("no kernel to tune: none is declared. Declare one in your package, e.g. "
+                    "`saxpy = r3.kernel(\"saxpy.c\", entry=\"saxpy\", tune={\"UNROLL\": "
+                    "[1, 2, 4]})`, and mark a test that calls it with "
+                    "`@pytest.mark.r3_oracle(saxpy)` (see README.md, Quick start)")
+        return ("no kernel to tune: no oracle test launched a declared kernel in this "
+                "session; mark a test that calls it with @pytest.mark.r3_oracle(kernel) "
+                "(pytest --r3-list shows kernels and their oracle tests)")
 
     # -- shared helpers ---------------------------------------------------------------------
     def _say(self, text: str) -> None:
@@ -222,14 +231,18 @@ class TunePlugin:
                     continue
                 emulated = getattr(kernels[name].backend, "emulated", False)  # never timed
                 timed_on = "" if emulated else self._say_what_times(name)
-                row = tune_kernel(kernels[name], tuning, self.lock_path)
+                try:
+                    row = tune_kernel(kernels[name], tuning, self.lock_path)
+                except R3Error as exc:  # r3.lock unwritable, corrupt or held: one line
+                    row = KernelReport(name, kernels[name].backend.target_name(),
+                                       "FAILED: lock not written", notes=[str(exc)])
                 row.timed_on = row.timed_on or timed_on  # said even when the baseline was kept
                 if row.status.startswith("FAILED"):
                     self.failures.append(f"{name}: {row.notes[-1]}")
                 self.rows.append(row)
         finally:
             tuning.close()  # a Dask cluster started for the run stops with it
-        write_reports(self.r3_dir, self.rows)
+        self._write_reports("tuning")
 
     def _say_what_times(self, name: str) -> str:
         """One line: the workloads candidates of ``name`` are timed on, or that there are
@@ -247,11 +260,30 @@ class TunePlugin:
                   "record the application with `pytest-r3 record -- python app.py`")
         return "test inputs"
 
+    def _write_reports(self, kind: str) -> None:
+        run = RunInfo.collect(kind, self.load_at_start)
+        try:
+            self.report_paths = write_reports(self.r3_dir, self.rows, kind,
+                                              partial=bool(self.selected), run=run)
+        except R3Error as exc:  # an unwritable --r3-dir: one line, the table still shows
+            self.failures.append(f"reports not written: {exc}")
+
     def _check_all(self, session: pytest.Session) -> None:
         from ..tuning.check import check_kernel
 
         tuning = self._tuning(session)
-        lock = LockFile.load(self.lock_path)
+        if not self.lock_path.is_file():
+            self.missing_lock = (f"no lock file at {self._shown(self.lock_path)}: nothing to "
+                                 "check; run "
+                                 "`pytest --r3-tune` first and commit r3.lock")
+            if options.value(self.config, "r3_require_lock"):
+                self.failures.append(self.missing_lock)
+            return
+        try:
+            lock = LockFile.load(self.lock_path)
+        except R3Error as exc:  # corrupt: one line, and the check fails
+            self.failures.append(str(exc))
+            return
         entries = [(name, target, entry) for name, target, entry in lock.entries()
                    if not self.selected or name in self.selected]
         registry = self._declarations(sorted({name for name, _, _ in entries}))
@@ -271,9 +303,13 @@ class TunePlugin:
                 self.failures.append(f"{name}: {row.notes[-1]}")
             self.rows.append(row)
         if not self.rows:
-            self._say(f"pytest-r3: {self.lock_path} has no entry for this machine's target(s) "
-                      f"{', '.join(sorted(set(targets.values()))) or '-'}: nothing to check")
-        write_reports(self.r3_dir, self.rows, "check")  # report.md: for the pull request
+            self.missing_lock = (f"{self._shown(self.lock_path)} has no entry for this machine's "
+                                 f"target(s) {', '.join(sorted(set(targets.values()))) or '-'}"
+                                 ": nothing to check; run `pytest --r3-tune` on this machine")
+            if options.value(self.config, "r3_require_lock"):
+                self.failures.append(self.missing_lock)
+            return
+        self._write_reports("check")
 
     def _declarations(self, names: list[str]) -> dict:
         """The kernel objects named ``names`` that are declared here (on the xdist controller:
@@ -406,5 +442,53 @@ def _evolution_settings(value):
         seed=number("r3_seed"))
 
 
-def _us(seconds: float | None) -> str:
-    return "-" if seconds is None else f"{seconds * 1e6:,.1f} us"
+TABLE_WIDTH = 100
+
+
+def table_lines(rows: list[KernelReport]) -> list[tuple[str, bool]]:
+    """The terminal table, at most TABLE_WIDTH columns: one line per kernel, then its
+    settings, failure causes, buckets, workloads and notes, wrapped and indented; (line,
+    red) pairs."""
+    if not rows:
+        return []
+    width = min(max(6, *(len(row.label) for row in rows)), 22)
+    lines = [(f"{'kernel':<{width}} {'status':<24} {'baseline':>9} {'tuned':>9} "
+              f"{'speedup (IQR)':>19} {'evals (new)':>12}", False)]
+
+    def wrapped(text: str, indent: str = "    ", red: bool = False) -> None:
+        lines.extend((line, red) for line in textwrap.wrap(
+            text, TABLE_WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
+            break_on_hyphens=False, break_long_words=False))
+
+    for row in rows:
+        red = row.status.startswith("FAIL")
+        label = row.label if len(row.label) <= width else row.label[:width - 1] + "~"
+        lines.append((f"{label:<{width}} {row.status[:24]:<24} "
+                      f"{human_seconds(row.baseline_seconds):>9} "
+                      f"{human_seconds(row.tuned_seconds):>9} {_speedup(row):>19} "
+                      f"{f'{row.evaluations} ({row.new_evaluations})':>12}", red))
+        if len(row.label) > width or len(row.status) > 24:
+            wrapped(f"{row.label}: {row.status}", red=red)
+        if row.changes:
+            wrapped(f"settings: {row.describe_changes()}")
+        for sub in row.buckets:  # a specialised kernel: the variant of each bucket
+            wrapped(f"bucket {sub.bucket}: {sub.status}, {human_seconds(sub.baseline_seconds)}"
+                    f" -> {human_seconds(sub.tuned_seconds)}, {_speedup(sub)}, "
+                    f"{sub.evaluations} evaluations, {sub.describe_changes()}",
+                    red=sub.status.startswith("FAIL"))
+        for workload in row.workloads:
+            wrapped(f"workload {workload['origin']} [{workload['shape']}] x"
+                    f"{workload['weight']:g}: {human_seconds(workload['baseline_median'])} -> "
+                    f"{human_seconds(workload['candidate_median'])}, "
+                    f"{workload['speedup']:.2f}x")
+        for note in row.notes:
+            wrapped(note)
+    return lines
+
+
+def _speedup(row: KernelReport) -> str:
+    if row.speedup is None:
+        return "-"
+    if row.speedup_q1 is None or row.speedup_q3 is None:
+        return f"{row.speedup:.2f}x"
+    return f"{row.speedup:.2f}x ({row.speedup_q1:.2f}-{row.speedup_q3:.2f})"

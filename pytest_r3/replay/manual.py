@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -33,13 +34,17 @@ def replay(
     recordings: list[str] | None = None,
     settings: ReplaySettings | None = None,
     source_file: str | Path | None = None,
+    tolerance: dict | None = None,
 ) -> Result:
     """Evaluate ``candidate`` (default: the baseline) on the kernel's recordings.
 
     ``recordings`` restricts the run to some recording keys; ``source_file`` replaces the
-    kernel's source text with that file's (the declared source is left untouched).
+    kernel's source text with that file's (the declared source is left untouched);
+    ``tolerance`` replaces the one saved with the recordings (the declaration's, today).
     """
     spec = load_spec(r3_dir, kernel)
+    if tolerance is not None:
+        spec = dataclasses.replace(spec, tolerance=dict(tolerance))
     store = RecordingStore(Path(r3_dir) / "recordings")
     keys = store.keys(kernel)
     if recordings:

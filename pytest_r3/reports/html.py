@@ -1,114 +1,231 @@
-"""``report.html``: one self-contained page with a convergence plot and a speedup chart per
-kernel, drawn as inline SVG (no plotting library, no network)."""
+"""``report.html``: one self-contained page to look at, not read (inline SVG and CSS, no
+script, no network).
+
+The header says when, on which commit and machine (CPU model, load) the figures were
+measured; a summary table and chart give each kernel's confirmed speedup with its
+interval. Each kernel then gets every evaluation of its search plotted in order (ok, lost
+race, failed; the finalists ringed), how the speedup depends on each setting (a slice per
+setting, ranked by how much it moves the speedup), its failures by cause with an example,
+and its workloads."""
 
 from __future__ import annotations
 
 import html
+import statistics
 from pathlib import Path
 
 from ..outputs import write_text_atomic
-from .markdown import _us
-from .model import KernelReport, with_buckets
+from . import svg
+from .model import KernelReport, human_seconds, setting_value, with_buckets
+from .run import RunInfo
 
-WIDTH, HEIGHT, PAD = 420, 220, 36
-
-
-def _convergence_svg(curve: list[float], axis: str = "evaluations") -> str:
-    if not curve:
-        return "<p>no evaluations</p>"
-    top = max(max(curve), 1.0) * 1.05
-    count = max(len(curve) - 1, 1)
-
-    def x(i: int) -> float:
-        return PAD + (WIDTH - 2 * PAD) * i / count
-
-    def y(v: float) -> float:
-        return HEIGHT - PAD - (HEIGHT - 2 * PAD) * v / top
-
-    points = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(curve))
-    return (
-        f'<svg width="{WIDTH}" height="{HEIGHT}" role="img" aria-label="best speedup against '
-        f'evaluations"><rect width="100%" height="100%" fill="#fff" stroke="#ccc"/>'
-        f'<line x1="{PAD}" y1="{y(1):.1f}" x2="{WIDTH - PAD}" y2="{y(1):.1f}" stroke="#999" '
-        f'stroke-dasharray="4"/><polyline fill="none" stroke="#1f77b4" stroke-width="2" '
-        f'points="{points}"/><text x="{PAD}" y="16" font-size="12">best speedup '
-        f'(final {curve[-1]:.2f}x)</text><text x="{WIDTH - PAD}" y="{HEIGHT - 8}" '
-        f'font-size="11" text-anchor="end">{axis} ({len(curve)})</text>'
-        f'<text x="4" y="{y(1) + 4:.1f}" font-size="10">1.0x</text></svg>')
+CSS = """
+body{font-family:system-ui,sans-serif;max-width:64em;margin:1.5em auto;padding:0 1em;
+     color:#222;line-height:1.4}
+header{border-bottom:2px solid #ddd;margin-bottom:1em}
+header dl{display:grid;grid-template-columns:max-content auto;gap:.1em 1em;margin:.5em 0}
+header dt{color:#666}
+table{border-collapse:collapse;margin:.5em 0 1em}
+th,td{border-bottom:1px solid #e4e4e4;padding:.25em .6em;text-align:left;vertical-align:top}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+.fail{color:#b00}.good{color:#080}.muted{color:#777}
+section.kernel{border-top:1px solid #ccc;margin-top:2em}
+.big{font-size:1.6em;font-weight:600}
+.slices{display:flex;flex-wrap:wrap;gap:.5em}
+code{background:#f4f4f4;padding:0 .2em;border-radius:3px;overflow-wrap:anywhere}
+svg{display:block;margin:.4em 0;max-width:100%;height:auto}
+"""
 
 
-def _speedup_svg(rows: list[KernelReport]) -> str:
-    measured = [r for r in rows if r.speedup]
-    if not measured:
-        return "<p>no speedups measured</p>"
-    top = max(max(r.speedup_q3 or r.speedup for r in measured), 1.0) * 1.1
-    bar = 26
-    height = PAD + bar * len(measured) + 10
-    scale = (WIDTH * 1.5 - 160) / top
-    parts = [f'<svg width="{WIDTH * 1.5:.0f}" height="{height}" role="img" '
-             'aria-label="speedup per kernel"><rect width="100%" height="100%" fill="#fff"/>']
-    for i, row in enumerate(measured):
-        top_y = PAD + i * bar
-        color = "#2ca02c" if row.speedup >= 1 else "#d62728"
-        parts.append(f'<text x="4" y="{top_y + 16}" font-size="12">'
-                     f'{html.escape(row.label)}</text>')
-        parts.append(f'<rect x="120" y="{top_y + 4}" width="{row.speedup * scale:.1f}" '
-                     f'height="{bar - 8}" fill="{color}"/>')
-        if row.speedup_q1 is not None and row.speedup_q3 is not None:
-            parts.append(f'<line x1="{120 + row.speedup_q1 * scale:.1f}" y1="{top_y + 13}" '
-                         f'x2="{120 + row.speedup_q3 * scale:.1f}" y2="{top_y + 13}" '
-                         'stroke="#000"/>')
-        parts.append(f'<text x="{124 + row.speedup * scale:.1f}" y="{top_y + 17}" '
-                     f'font-size="11">{row.speedup:.2f}x</text>')
-    parts.append(f'<line x1="{120 + scale:.1f}" y1="{PAD - 6}" x2="{120 + scale:.1f}" '
-                 f'y2="{height - 4}" stroke="#999" stroke-dasharray="4"/></svg>')
+def _e(text: object) -> str:
+    return html.escape(str(text))
+
+
+def _interval(row: KernelReport) -> str:
+    if row.speedup is None:
+        return "-"
+    if row.speedup_q1 is None or row.speedup_q3 is None:
+        return f"{row.speedup:.2f}x"
+    return f"{row.speedup:.2f}x ({row.speedup_q1:.2f}-{row.speedup_q3:.2f})"
+
+
+def _header(run: RunInfo, rows: list[KernelReport]) -> str:
+    targets = ", ".join(sorted({row.target for row in rows if row.target != "-"})) or "-"
+    title = "tuning report" if run.kind == "tuning" else f"{run.kind} report"
+    items = [("date", run.date or "-"),
+             ("commit", f"{run.commit or 'not a repository'}"
+                        + (f" on {run.branch}" if run.branch else "")),
+             ("machine", f"{run.cpu or 'CPU unknown'}, {run.cores} cores, {run.machine}"),
+             ("target", targets), ("load", run.describe_load()),
+             ("tool", f"pytest-r3 {run.version}, Python {run.python}")]
+    return (f"<header><h1>pytest-r3 {_e(title)}</h1><dl>" + "".join(
+        f"<dt>{_e(key)}</dt><dd>{_e(value)}</dd>" for key, value in items) + "</dl></header>")
+
+
+def _summary(rows: list[KernelReport]) -> str:
+    lines = ["<h2>Summary</h2><table><tr><th>kernel</th><th>status</th>"
+             "<th class='num'>baseline</th><th class='num'>tuned</th>"
+             "<th class='num'>confirmed speedup (IQR)</th><th class='num'>evaluations</th>"
+             "<th class='num'>failed</th><th>settings</th></tr>"]
+    for row in with_buckets(rows):
+        failed = sum(cause["count"] for cause in row.failure_causes)
+        css = "fail" if row.status.startswith("FAIL") else ""
+        lines.append(
+            f"<tr><td><a href='#{_anchor(row)}'>{_e(row.label)}</a></td>"
+            f"<td class='{css}'>{_e(row.status)}</td>"
+            f"<td class='num'>{human_seconds(row.baseline_seconds)}</td>"
+            f"<td class='num'>{human_seconds(row.tuned_seconds)}</td>"
+            f"<td class='num'>{_interval(row)}</td><td class='num'>{row.evaluations}</td>"
+            f"<td class='num'>{failed}</td><td><code>{_e(row.describe_changes())}</code>"
+            "</td></tr>")
+    lines.append("</table>")
+    measured = [(row.label, row.speedup, row.speedup_q1, row.speedup_q3)
+                for row in with_buckets(rows) if row.speedup]
+    if measured:
+        lines.append(svg.bars(measured, "confirmed speedup over the baseline (x); whiskers: "
+                                        "interquartile range; dashed: 1x"))
+    return "".join(lines)
+
+
+def _anchor(row: KernelReport) -> str:
+    return "k-" + "".join(c if c.isalnum() else "-" for c in row.label)
+
+
+def _headline(row: KernelReport) -> str:
+    if row.speedup is None:
+        return f"<p class='big muted'>{_e(row.status)}</p>"
+    css = "good" if row.speedup >= 1 else "fail"
+    interval = (f" (interquartile range {row.speedup_q1:.2f}-{row.speedup_q3:.2f})"
+                if row.speedup_q1 is not None and row.speedup_q3 is not None else "")
+    return (f"<p><span class='big {css}'>{row.speedup:.2f}x</span> confirmed{interval}: "
+            f"{human_seconds(row.baseline_seconds)} &rarr; {human_seconds(row.tuned_seconds)}"
+            f" per timed run, {_e(row.status)}</p>")
+
+
+def _setting_groups(row: KernelReport) -> list[tuple[str, float, list[tuple[str, list[float]]]]]:
+    """Per setting that took several values: (name, spread, [(value, speedups)]), where
+    spread is the ratio of the best value's median speedup to the worst's (values seen at
+    least twice); largest first. A list setting (a pass sequence) is split by member: each
+    pass gets the evaluations whose list holds it."""
+    measured = [p for p in row.evaluation_log
+                if p["speedup"] is not None and p["outcome"] != "failed"]
+    names = sorted({name for p in measured for name in (*p["macros"], *p["pipeline"])})
+    found = []
+    for name in names:
+        groups: dict[str, list[float]] = {}
+        for point in measured:
+            value = point["macros"].get(name, point["pipeline"].get(name, "(default)"))
+            members = (value or ["none"]) if isinstance(value, (list, tuple)) else [value]
+            for member in dict.fromkeys(members):
+                groups.setdefault(setting_value(member), []).append(point["speedup"])
+        least = 2 if len(groups) > 10 else 1  # many values: those seen once are noise
+        common = {k: v for k, v in groups.items() if len(v) >= least}
+        if len(common) < 2:
+            continue
+        medians = [statistics.median(v) for v in common.values()]
+        spread = max(medians) / max(min(medians), 1e-9)
+        shown = sorted(common.items(), key=lambda item: -len(item[1]))[:10]
+        found.append((name, spread, sorted(shown, key=lambda item: _order(item[0]))))
+    return sorted(found, key=lambda item: -item[1])
+
+
+def _order(value: str):
+    try:
+        return (0, float(value), value)
+    except ValueError:
+        return (1, 0.0, value)
+
+
+def _settings_section(row: KernelReport) -> str:
+    groups = _setting_groups(row)
+    if not groups:
+        return ""
+    parts = ["<h4>Which settings mattered</h4><p>For each setting, the ratio of the best "
+             "value's median speedup to the worst value's (search estimates over the "
+             "evaluations that ran; a pass list counts each pass it holds):</p>",
+             svg.bars([(name, spread, None, None) for name, spread, _ in groups[:12]],
+                      "best value's median / worst value's median", reference=None),
+             "<div class='slices'>"]
+    parts += [svg.slice_chart(name, values) for name, _, values in groups[:6]]
+    parts.append("</div>")
     return "".join(parts)
 
 
-def render(rows: list[KernelReport]) -> str:
-    rows = with_buckets(rows)  # a specialised kernel's buckets get a section each
-    body = ["<h1>pytest-r3 tuning report</h1>", "<h2>Speedup over the baseline</h2>",
-            _speedup_svg(rows), "<h2>Kernels</h2>"]
-    for row in rows:
-        body.append(f"<section><h3>{html.escape(row.label)} <small>({html.escape(row.target)},"
-                    f" {html.escape(row.status)})</small></h3>")
-        body.append(f"<p>baseline {_us(row.baseline_seconds)}, tuned {_us(row.tuned_seconds)}, "
-                    f"{row.evaluations} evaluations ({row.new_evaluations} new) with "
-                    f"{html.escape(row.optimizer or '-')}; changes: "
-                    f"<code>{html.escape(row.describe_changes())}</code></p>")
-        body.append(_convergence_svg(row.convergence))
-        if row.workloads:
-            body.append("<h4>Workloads (timed; baseline and tuned above are their weighted "
-                        "total)</h4><table><tr><th>workload</th><th>shape</th><th>weight</th>"
-                        "<th>baseline</th><th>tuned</th><th>speedup</th></tr>" + "".join(
-                            f"<tr><td>{html.escape(w['origin'])}</td>"
-                            f"<td><code>{html.escape(w['shape'])}</code></td>"
-                            f"<td>{w['weight']:g}</td><td>{_us(w['baseline_median'])}</td>"
-                            f"<td>{_us(w['candidate_median'])}</td>"
-                            f"<td>{w['speedup']:.2f}x</td></tr>" for w in row.workloads)
-                        + "</table>")
-        elif row.timed_on == "test inputs":
-            body.append("<p><em>timed on the oracle tests' inputs: no workload was "
-                        "recorded</em></p>")
-        if row.evolution:
-            body.append("<h4>Source evolution: best speedup per generation</h4>")
-            body.append(_convergence_svg([g["best_speedup"] for g in row.evolution],
-                                         "generations"))
-            body.append("<table><tr><th>generation</th><th>best</th><th>model wait</th>"
-                        "<th>evaluation</th><th>wall</th></tr>" + "".join(
-                            f"<tr><td>{g['index']}</td><td>{g['best_speedup']:.2f}x</td>"
-                            f"<td>{g['model_wait_seconds']:.1f} s</td>"
-                            f"<td>{g['evaluation_seconds']:.1f} s</td>"
-                            f"<td>{g['wall_seconds']:.1f} s</td></tr>"
-                            for g in row.evolution) + "</table>")
-        for note in row.notes:
-            body.append(f"<p><em>{html.escape(note)}</em></p>")
-        body.append("</section>")
-    return ("<!doctype html><html><head><meta charset='utf-8'><title>pytest-r3 report</title>"
-            "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}"
-            "svg{display:block;margin:.5em 0}</style></head><body>"
-            + "\n".join(body) + "</body></html>\n")
+def _failures(row: KernelReport) -> str:
+    if not row.failure_causes:
+        return ""
+    return ("<h4>Failed candidates by cause</h4><table><tr><th>cause</th>"
+            "<th class='num'>count</th><th>example settings</th><th>first diagnostic</th>"
+            "</tr>" + "".join(
+                f"<tr><td class='fail'>{_e(c['status'])}</td><td class='num'>{c['count']}"
+                f"</td><td><code>{_e(c['example'])}</code></td><td><code>"
+                f"{_e(c['diagnostic'] or '-')}</code></td></tr>" for c in row.failure_causes)
+            + "</table>")
 
 
-def write(path: Path, rows: list[KernelReport]) -> Path:
-    return write_text_atomic(path, render(rows))
+def _workloads(row: KernelReport) -> str:
+    if not row.workloads:
+        if row.timed_on == "test inputs":
+            return ("<p class='muted'>Timed on the oracle tests' inputs: no workload was "
+                    "recorded.</p>")
+        return ""
+    return ("<h4>Workloads</h4><p class='muted'>Baseline and tuned above are the weighted "
+            "total over these.</p><table><tr><th>workload</th><th>shape</th>"
+            "<th class='num'>weight</th><th class='num'>baseline</th><th class='num'>tuned"
+            "</th><th class='num'>speedup</th></tr>" + "".join(
+                f"<tr><td>{_e(w['origin'])}</td><td><code>{_e(w['shape'])}</code></td>"
+                f"<td class='num'>{w['weight']:g}</td>"
+                f"<td class='num'>{human_seconds(w['baseline_median'])}</td>"
+                f"<td class='num'>{human_seconds(w['candidate_median'])}</td>"
+                f"<td class='num'>{w['speedup']:.2f}x</td></tr>" for w in row.workloads)
+            + "</table>")
+
+
+def _evolution(row: KernelReport) -> str:
+    if not row.evolution:
+        return ""
+    return ("<h4>Source evolution</h4><table><tr><th class='num'>generation</th>"
+            "<th class='num'>best</th><th class='num'>model wait</th>"
+            "<th class='num'>evaluation</th><th class='num'>wall</th></tr>" + "".join(
+                f"<tr><td class='num'>{g['index']}</td><td class='num'>"
+                f"{g['best_speedup']:.2f}x</td><td class='num'>{g['model_wait_seconds']:.1f} s"
+                f"</td><td class='num'>{g['evaluation_seconds']:.1f} s</td>"
+                f"<td class='num'>{g['wall_seconds']:.1f} s</td></tr>" for g in row.evolution)
+            + "</table>")
+
+
+def _kernel(row: KernelReport) -> str:
+    parts = [f"<section class='kernel' id='{_anchor(row)}'><h3>{_e(row.label)} "
+             f"<small class='muted'>{_e(row.target)}</small></h3>", _headline(row)]
+    if row.changes:
+        parts.append(f"<p>Settings: <code>{_e(row.describe_changes())}</code></p>")
+    if row.evaluation_log:
+        parts.append(f"<h4>Every evaluation ({len(row.evaluation_log)}, "
+                     f"{row.new_evaluations} new, {_e(row.optimizer or '-')})</h4>")
+        parts.append(svg.evaluations_chart(row.evaluation_log, row.speedup))
+    parts += [_settings_section(row), _failures(row), _workloads(row), _evolution(row)]
+    if row.notes:
+        parts.append("<ul>" + "".join(f"<li>{_e(note)}</li>" for note in row.notes) + "</ul>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def render(rows: list[KernelReport], run: RunInfo | None = None) -> str:
+    run = run or RunInfo()
+    body = [_header(run, rows)]
+    if rows:
+        body.append(_summary(rows))
+        body += [_kernel(row) for row in with_buckets(rows)]
+    else:
+        body.append("<p>No kernel was tuned or checked in this run.</p>")
+    body.append("<p class='muted'>Speedups are medians of baseline/tuned time ratios measured "
+                "interleaved in one process, confirmed after the search; the per-evaluation "
+                "figures are the search's estimates.</p>")
+    return ("<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+            f"<title>pytest-r3 {_e(run.kind)} report</title>"
+            f"<meta name='viewport' content='width=device-width'><style>{CSS}</style></head>"
+            "<body>" + "\n".join(body) + "</body></html>\n")
+
+
+def write(path: Path, rows: list[KernelReport], run: RunInfo | None = None) -> Path:
+    return write_text_atomic(path, render(rows, run))

@@ -5,11 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..outputs import write_text_atomic
-from .model import KernelReport, with_buckets
+from .model import KernelReport, human_seconds, with_buckets
 
-
-def _us(seconds: float | None) -> str:
-    return "-" if seconds is None else f"{seconds * 1e6:,.1f} us"
+_us = human_seconds
 
 
 def render(rows: list[KernelReport], kind: str = "tuning") -> str:

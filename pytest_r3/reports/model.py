@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 
 @dataclass
@@ -34,6 +34,12 @@ class KernelReport:
     # a specialised kernel (specialize=): its row sums up, one sub-row per bucket of sizes
     bucket: str = ""                 # the bucket a sub-row tuned, e.g. "n=1024"
     buckets: list[KernelReport] = field(default_factory=list)
+    # every evaluation of the search, in order: index, speedup (None unless measured),
+    # outcome ("ok", "lost race", "failed"), status, settings (as written), finalist
+    evaluation_log: list[dict] = field(default_factory=list)
+    # failed candidates by cause, most frequent first: status, count, and one example's
+    # settings and first diagnostic line
+    failure_causes: list[dict] = field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -43,16 +49,62 @@ class KernelReport:
     def as_dict(self) -> dict:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, data: dict) -> KernelReport:
+        """A row written by :meth:`as_dict` (keys it does not know are ignored)."""
+        known = {f.name for f in fields(cls)} - {"buckets"}
+        row = cls(**{key: value for key, value in data.items() if key in known})
+        row.buckets = [cls.from_dict(sub) for sub in data.get("buckets") or ()]
+        return row
+
+    @property
+    def baseline_kept(self) -> bool:
+        """The search ran and found nothing to lock: the baseline stays."""
+        return self.status == "baseline kept"
+
     def describe_changes(self) -> str:
         if not self.changes:
             return "-"
-        parts = [f"{k}={v}" for k, v in self.changes.get("macros", {}).items()]
-        parts += [f"{k}={v}" for k, v in self.changes.get("pipeline", {}).items()]
+        parts = describe_settings(self.changes.get("macros", {}),
+                                  self.changes.get("pipeline", {}))
         if self.changes.get("source"):
-            parts.append("source rewrite")
-        return ", ".join(parts) or "-"
+            parts += ", source rewrite" if parts != "-" else "source rewrite"
+        return parts
+
+    def describe_failures(self, limit: int = 3) -> list[str]:
+        """The top causes of failed candidates, one line each with an example."""
+        return [f"{cause['count']} {cause['status']}, e.g. {cause['example']}: "
+                f"{cause['diagnostic'] or 'no diagnostic'}"
+                for cause in self.failure_causes[:limit]]
+
+
+def setting_value(value: object) -> str:
+    """A setting as a person writes it: ``simplify_cfg,reassociate``, not a Python list."""
+    if isinstance(value, (list, tuple)):
+        return ",".join(setting_value(v) for v in value) or "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def describe_settings(macros: dict, pipeline: dict) -> str:
+    """``LANES=8, passes_before=new_gvn,loop_simplify``; "-" for none."""
+    parts = [f"{k}={setting_value(v)}" for k, v in {**macros, **pipeline}.items()]
+    return ", ".join(parts) or "-"
 
 
 def with_buckets(rows: list[KernelReport]) -> list[KernelReport]:
     """Each row followed by its buckets' sub-rows (a specialised kernel's variants)."""
     return [shown for row in rows for shown in (row, *row.buckets)]
+
+
+def human_seconds(seconds: float | None) -> str:
+    """``342 us``, ``1.43 ms``, ``12.5 ns``: three significant figures in a fitting unit."""
+    if seconds is None:
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
+        if abs(seconds) >= scale * 0.9995 or unit == "ns":
+            value = seconds / scale
+            digits = 0 if abs(value) >= 99.95 else 1 if abs(value) >= 9.995 else 2
+            return f"{value:.{digits}f} {unit}"
+    return "-"

@@ -11,12 +11,14 @@ import time
 
 from .. import __version__
 from ..backends.clang import host_target
+from ..errors import R3Error
 from ..kernel.lock import features_hash, source_fingerprint, update_entry
 from ..outputs import write_text_atomic
 from ..replay.protocol import INVALID, OK, Candidate
 from ..reports import KernelReport
+from ..reports.model import describe_settings
 from ..search.parametrization import SearchSpace
-from ..search.results import ResultStore, result_context
+from ..search.results import ResultStore, configuration_key, result_context
 from ..search.tuner import Tuner
 from .context import Tuning
 from .rows import measured
@@ -102,9 +104,15 @@ def _tune_variant(kernel, tuning: Tuning, lock_path, row: KernelReport,
     specialize = None if bucket is None else kernel.specialize.description
 
     def commit(entry):
-        decision = update_entry(lock_path, kernel.name, target, entry, source_hash=fingerprint,
-                                features_hash=features, retune=settings.retune,
-                                bucket=bucket, specialize=specialize)
+        try:
+            decision = update_entry(lock_path, kernel.name, target, entry,
+                                    source_hash=fingerprint, features_hash=features,
+                                    retune=settings.retune, bucket=bucket,
+                                    specialize=specialize)
+        except R3Error as exc:  # unwritable, corrupt or held r3.lock: the row says so
+            row.status = "FAILED: lock not written"
+            row.notes.append(str(exc))
+            return None
         if decision.action == "kept":
             row.notes.append(decision.reason)
         return decision
@@ -131,6 +139,7 @@ def _tune_variant(kernel, tuning: Tuning, lock_path, row: KernelReport,
         row.notes.append(f"{type(exc).__name__}: {exc}")
         return row
     _describe_search(row, outcome, evolution)
+    _log_evaluations(row, outcome, store, kernel.source.hash, tuning.root)
     if best is None:
         row.notes.append("no variant was faster than the baseline beyond the noise")
         commit(None)
@@ -200,10 +209,6 @@ def _describe_search(row: KernelReport, outcome, evolution) -> None:
     if outcome.exhausted:
         row.notes.append(f"search space exhausted after {outcome.evaluations} distinct "
                          "configuration(s)")
-    failed = sum(1 for s in outcome.steps if s.status not in (OK, INVALID))
-    if failed:
-        row.notes.append(f"{failed} candidate(s) failed (compile error, crash, wrong "
-                         "output...): scored and skipped")
     if evolution is not None:
         row.evolution = [g.__dict__ for g in evolution.generations]
         row.archive = evolution.archive
@@ -214,6 +219,41 @@ def _describe_search(row: KernelReport, outcome, evolution) -> None:
             f"unparsable answer(s); answers failed by cause {stats.answer_failures or '{}'}; "
             f"rewrites failed by status {stats.rewrite_failures or '{}'}"
             + (f"; stopped: {evolution.stopped}" if evolution.stopped else ""))
+
+
+def _log_evaluations(row: KernelReport, outcome, store: ResultStore, source_hash: str,
+                     root) -> None:
+    """Every evaluation for the report's plots, and the failed ones grouped by cause (with
+    one example each: its settings and the first line of its diagnostics)."""
+    finalists = {configuration_key(source_hash, candidate.key())
+                 for candidate, _ in outcome.confirmations}
+    causes: dict[str, dict] = {}
+    for step in outcome.steps:
+        if step.status == "invalid":
+            continue  # refused by a constraint: nothing ran
+        stored = store.get(step.key) or {}
+        candidate = stored.get("candidate") or {}
+        settings = describe_settings(candidate.get("macros") or {},
+                                     candidate.get("pipeline") or {})
+        kind = "failed" if step.status != "ok" else "lost race" if step.raced else "ok"
+        row.evaluation_log.append({
+            "index": step.index, "speedup": step.speedup, "outcome": kind,
+            "status": step.status, "settings": settings, "finalist": step.key in finalists,
+            "macros": candidate.get("macros") or {},
+            "pipeline": candidate.get("pipeline") or {}})
+        if kind == "failed":
+            diagnostics = (stored.get("result") or {}).get("diagnostics") or []
+            first = next((line.strip() for text in diagnostics for line in str(text)
+                          .splitlines() if line.strip()), "").replace(f"{root}/", "")
+            cause = causes.setdefault(step.status, {
+                "status": step.status, "count": 0, "example": settings,
+                "diagnostic": first[:200]})
+            cause["count"] += 1
+    row.failure_causes = sorted(causes.values(), key=lambda c: -c["count"])
+    if row.failure_causes:
+        total = sum(c["count"] for c in row.failure_causes)
+        row.notes.append(f"{total} candidate(s) failed and were skipped: "
+                         + "; ".join(row.describe_failures()))
 
 
 def _best_rewrite(kernel, server, evolution, best, result):

@@ -1,0 +1,85 @@
+"""What a report says about the run itself: when, on which commit, on which machine (CPU
+model, cores, how loaded it was) and with which pytest-r3, so a figure can be judged by
+where it was measured."""
+
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+
+
+@dataclass
+class RunInfo:
+    kind: str = "tuning"                 # "tuning" or "check"
+    date: str = ""                       # ISO 8601, UTC
+    commit: str = ""                     # short id, "+dirty" when the tree had changes
+    branch: str = ""
+    cpu: str = ""                        # the CPU model, as the OS names it
+    cores: int = 0
+    load: list[float] = field(default_factory=list)  # load average over 1, 5, 15 minutes
+    load_at_start: list[float] = field(default_factory=list)
+    version: str = ""                    # pytest-r3's
+    python: str = ""
+    machine: str = ""                    # OS and architecture
+
+    @classmethod
+    def collect(cls, kind: str = "tuning", load_at_start: list[float] | None = None
+                ) -> RunInfo:
+        from .. import __version__
+
+        commit = _commit()
+        return cls(kind=kind, date=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                   commit=commit.get("id", ""), branch=commit.get("branch", ""),
+                   cpu=cpu_model(), cores=os.cpu_count() or 0, load=load_average(),
+                   load_at_start=list(load_at_start or []), version=__version__,
+                   python=platform.python_version(),
+                   machine=f"{platform.system()} {platform.machine()}")
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def describe_load(self) -> str:
+        """``load 1.9 at the start, 2.4 at the end (1-minute average) on 2 cores``."""
+        if not self.load:
+            return "load unknown"
+        start = (f"{self.load_at_start[0]:.1f} at the start, "
+                 if self.load_at_start else "")
+        return (f"load {start}{self.load[0]:.1f} at the end (1-minute average; 5-minute "
+                f"{self.load[1]:.1f}) on {self.cores} cores")
+
+
+def load_average() -> list[float]:
+    try:
+        return [round(value, 2) for value in os.getloadavg()]
+    except (OSError, AttributeError):  # not on every platform
+        return []
+
+
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo on Linux, else what platform says."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _commit() -> dict:
+    """The checkout's commit as pytest-benchmark reads it (git or hg), short."""
+    try:
+        from pytest_benchmark.utils import get_commit_info
+
+        info = get_commit_info()
+    except Exception:  # not a repository, no git: the report says nothing about it
+        return {}
+    commit = str(info.get("id") or "")[:12]
+    if commit in ("", "unversioned"):
+        return {}
+    if commit and info.get("dirty"):
+        commit += "+dirty"
+    return {"id": commit, "branch": str(info.get("branch") or "")}

@@ -1,0 +1,71 @@
+"""The documented option tables say what ``pytest --help`` says: every flag, its value's
+name and its default."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from pytest_r3 import settings
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def help_flags(pytester) -> dict[str, str]:
+    """``--r3-*`` flags in ``pytest --help``, each with its metavar ("" for a switch)."""
+    output = pytester.runpytest("--help").stdout.str()
+    group = output.split("pytest-r3 kernel autotuning:", 1)[1].split("\n\n", 1)[0]
+    return dict(re.findall(r"^  (--r3-[a-z0-9-]+)(?:=(\S+))?", group, re.M))
+
+
+def table(name: str) -> dict[str, list[str]]:
+    """Rows of ``docs/<name>`` whose first cell is a ``--r3-*`` flag: flag -> its cells
+    (the first cell without the flag: ``=METAVAR`` or "")."""
+    rows = {}
+    for line in (DOCS / name).read_text().splitlines():
+        match = re.match(r"^\| `(--r3-[a-z0-9-]+)([^`]*)`(?: / `[a-z0-9_]+`)? \|(.*)\|$", line)
+        if match:
+            rows[match.group(1)] = [match.group(2)] + [
+                cell.strip() for cell in match.group(3).split(" | ")]
+    return rows
+
+
+def shown_default(option: settings.Option) -> str:
+    if option.is_flag:
+        return "off"
+    default = option.default
+    if default == "":
+        return "none"
+    if isinstance(default, bool):
+        return "true" if default else "false"
+    if isinstance(default, float) and default.is_integer():
+        default = int(default)
+    return str(default)
+
+
+def test_api_md_documents_every_option_as_pytest_help_does(pytester):
+    flags = help_flags(pytester)
+    documented = table("api.md")
+    assert set(documented) == set(flags), (
+        f"missing from docs/api.md: {sorted(set(flags) - set(documented))}; "
+        f"documented but unknown: {sorted(set(documented) - set(flags))}")
+    for flag, metavar in flags.items():
+        first, default = documented[flag][0], documented[flag][1]
+        assert first == (f"={metavar.replace('|', chr(92) + '|')}" if metavar else ""), flag
+        option = settings.OPTIONS[flag[2:].replace("-", "_")]
+        expected = shown_default(option)
+        assert default.strip("`") == expected or (expected == "none" and default == "all"), (
+            f"{flag}: docs/api.md says {default}, the default is {expected}")
+
+
+@pytest.mark.parametrize("page, which", [
+    ("tuning.md", lambda flag: not flag.startswith("--r3-llm-")),
+    ("llm.md", lambda flag: flag.startswith("--r3-llm-")),
+])
+def test_the_guides_tables_list_their_options(pytester, page, which):
+    flags = {flag for flag in help_flags(pytester) if which(flag)}
+    assert set(table(page)) == flags, (
+        f"docs/{page}: missing {sorted(flags - set(table(page)))}, unknown "
+        f"{sorted(set(table(page)) - flags)}")
