@@ -334,3 +334,59 @@ def test_cache_info_and_clear(project, work, capsys):
     assert cache().info()["entries"] == 0
     assert outputs(fresh(project, work)) == [1, 3, 5, 7]
     assert work["clang"] > 0
+
+
+TUNED_MODULE = """
+import pytest_r3 as r3
+
+tuned_scale = r3.kernel("tuned_scale.c", entry="tuned_scale", tune={"ORDER": [0, 1]})
+"""
+
+TUNED_TEST = """
+import numpy as np
+import pytest
+
+from tunedmod import tuned_scale
+
+
+@pytest.mark.r3_oracle(tuned_scale)
+@pytest.mark.parametrize("n", [3, 256])
+def test_tuned_scale(n):
+    grid = np.random.default_rng(n).random((n, n), dtype=np.float32)
+    out = np.empty_like(grid)
+    tuned_scale(n, grid, out)
+    np.testing.assert_allclose(out, 2 * grid + 1, rtol=1e-6)
+"""
+
+
+def test_search_candidates_never_enter_the_cache(tmp_path):
+    """--r3-tune compiles many configurations; the cache receives only what plain calls
+    build: the baseline (while recording) and the winner (its oracle tests re-run with it).
+    Whatever the tuning run stored, plain runs with and without its r3.lock store too."""
+    from conftest import environment_without_pytest, loop_order_kernel
+
+    (tmp_path / "tuned_scale.c").write_text(loop_order_kernel("tuned_scale"))
+    (tmp_path / "tunedmod.py").write_text(TUNED_MODULE)
+    (tmp_path / "test_tuned_scale.py").write_text(TUNED_TEST)
+    (tmp_path / "pytest.ini").write_text("[pytest]\nr3_workers = 1\nr3_budget = 8\n")
+
+    def pytest_run(*args: str) -> None:
+        result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                                 *args], cwd=tmp_path, capture_output=True, text=True,
+                                timeout=900, env=environment_without_pytest())
+        assert result.returncode == 0, result.stdout + result.stderr
+
+    pytest_run("--r3-tune")
+    (results,) = (tmp_path / ".r3" / "results" / "tuned_scale").glob("*.jsonl")
+    assert len([line for line in results.read_text().splitlines() if line.strip()]) >= 4
+    tuned = {name for name, _ in cache().entries()}
+    assert kinds()["cpu-object"] <= 2
+    cache().clear()
+    lock = tmp_path / "r3.lock"
+    saved = lock.read_text()
+    lock.unlink()
+    pytest_run()  # the baseline
+    lock.write_text(saved)
+    pytest_run()  # the locked winner
+    plain = {name for name, _ in cache().entries()}
+    assert tuned <= plain, f"{len(tuned - plain)} entries only tuning made"

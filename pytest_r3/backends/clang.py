@@ -372,7 +372,8 @@ def _compile_for_cache(disk: compile_cache.Access, key: str, args: list[str], te
                        filename: str, clang: Clang) -> FrontEndOutput:
     """Compile as :func:`_compile`, asking clang for the headers it read (``-MD``), and store
     the result with their content hashes: an edited header makes the entry a miss. The
-    toolchain's own headers are left out (its identity is in the key)."""
+    ziglang wheel's own headers are left out (its version is in the key); pytest-r3's
+    (r3_cuda.h) are hashed like the kernel's."""
     handle, listing = tempfile.mkstemp(prefix="pytest-r3-", suffix=".d")
     os.close(handle)
     try:
@@ -381,9 +382,8 @@ def _compile_for_cache(disk: compile_cache.Access, key: str, args: list[str], te
             headers = _dependency_paths(stream.read())
     finally:
         os.unlink(listing)
-    own = [str(Path(__file__).resolve().parent.parent / "include")]
-    if clang.origin == "ziglang wheel":
-        own.append(str(Path(clang.command[0]).resolve().parent))
+    own = [str(Path(clang.command[0]).resolve().parent)] if clang.origin == "ziglang wheel" \
+        else []
     hashes = compile_cache.file_hashes(
         [path for path in headers if not any(path.startswith(folder + os.sep) for folder in own)])
     disk.put(key, ir.encode(), {"kind": "clang", "files": hashes})
