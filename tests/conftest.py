@@ -178,8 +178,10 @@ def fresh_clang(monkeypatch):
     """Forget the cached clang before and after the test, so env changes take effect."""
     monkeypatch.delenv(toolchain.CLANG_ENV, raising=False)
     toolchain.find_clang.cache_clear()
+    toolchain._clang_identity.cache_clear()
     yield toolchain.find_clang
     toolchain.find_clang.cache_clear()
+    toolchain._clang_identity.cache_clear()
 
 
 @pytest.fixture

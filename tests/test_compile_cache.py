@@ -390,3 +390,4 @@ def test_search_candidates_never_enter_the_cache(tmp_path):
     pytest_run()  # the locked winner
     plain = {name for name, _ in cache().entries()}
     assert tuned <= plain, f"{len(tuned - plain)} entries only tuning made"
+
