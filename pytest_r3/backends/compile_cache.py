@@ -1,7 +1,7 @@
 """Compiled code kept on disk between processes, so a kernel compiles once per machine.
 
 What is stored: clang's output for trusted source (IR text, preprocessed text), a kernel's
-signature, and the machine code of a loaded variant (a CPU object file, CUDA PTX). Each
+signature, and the machine code of a loaded variant (a CPU object file). Each
 entry is named by a SHA-256 key of everything that changes it (see :func:`key`); an entry
 made from source also records the content hash of every header clang read, and is used
 only while they are unchanged.
