@@ -391,3 +391,16 @@ def test_search_candidates_never_enter_the_cache(tmp_path):
     plain = {name for name, _ in cache().entries()}
     assert tuned <= plain, f"{len(tuned - plain)} entries only tuning made"
 
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="giving a folder to another user needs root")
+def test_a_folder_owned_by_someone_else_is_not_used(project, work, tmp_path, monkeypatch):
+    folder = tmp_path / "theirs"
+    folder.mkdir(mode=0o700)
+    os.chown(folder, 12345, 12345)
+    monkeypatch.setenv(compile_cache.DIR_ENV, str(folder))
+    with pytest.warns(compile_cache.CacheWarning, match="owned by user id 12345"):
+        assert outputs(fresh(project, work)) == [1, 3, 5, 7]
+    assert not list(folder.iterdir())
+    assert outputs(fresh(project, work)) == [1, 3, 5, 7]
+    assert work["clang"] > 0

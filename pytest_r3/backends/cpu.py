@@ -179,7 +179,7 @@ class CPUBackend(Backend):
         optimised_ir = str(module)
         engine = llvm.create_mcjit_compiler(module, machine)
         objects: list[bytes] = []
-        if disk is not None and key is not None:
+        if key is not None:  # keep the object MCJIT generates
             engine.set_object_cache(notify_func=lambda _, data: objects.append(bytes(data)))
         engine.finalize_object()
         if disk is not None and key is not None and len(objects) == 1:
