@@ -75,6 +75,12 @@ def _parser() -> argparse.ArgumentParser:
                        "$PYTEST_R3_CUDA_ARCH, the GPU's, else sm_80)")
     build.add_argument("--json", action="store_true", help="print the result as JSON")
     _add_record_command(commands)
+    cache = commands.add_parser(
+        "cache", help="the compiled-code cache: where it is, how large; clear it",
+        description="Compiled kernels are kept on disk between runs (docs/cache.md): "
+        "$PYTEST_R3_CACHE_DIR, else $XDG_CACHE_HOME/pytest-r3, else ~/.cache/pytest-r3.")
+    cache.add_argument("action", choices=["info", "clear"])
+    cache.add_argument("--json", action="store_true", help="print `info` as JSON")
     return parser
 
 
@@ -100,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
             return _build(args)
         if args.command == "record":
             return _record(args)
+        if args.command == "cache":
+            return _cache(args)
         return _replay(args)
     except R3Error as exc:
         if isinstance(exc, CompileError) and args.command == "build":  # its verdict
@@ -267,6 +275,40 @@ def _build(args: argparse.Namespace) -> int:
     else:
         print("\n".join(result.lines(relative_to=Path.cwd())))
     return OK
+
+
+def _cache(args: argparse.Namespace) -> int:
+    from .backends import compile_cache
+
+    size_text = os.environ.get(compile_cache.SIZE_ENV, "").strip()
+    cache = compile_cache.CompileCache(
+        compile_cache.configured_dir(),
+        compile_cache.parse_size(size_text) if size_text else compile_cache.DEFAULT_SIZE)
+    if args.action == "clear":
+        try:
+            removed = cache.clear()
+        except OSError as exc:
+            raise R3Error(f"cannot clear the compiled-code cache {cache.root}: "
+                          f"{exc.strerror or exc}") from None
+        print(f"removed {removed} compiled-code cache entr{'y' if removed == 1 else 'ies'} "
+              f"from {cache.root}")
+        return OK
+    info = {**cache.info(), "enabled": compile_cache.enabled()}
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return OK
+    state = "on" if info["enabled"] else f"off ({compile_cache.SWITCH_ENV}=off)"
+    kinds = ", ".join(f"{count} {kind}" for kind, count in info["kinds"].items())
+    damaged = f", {info['damaged']} damaged (rebuilt when next used)" if info["damaged"] else ""
+    print(f"compiled-code cache: {info['folder']}\n  state: {state}\n  entries: "
+          f"{info['entries']}{f' ({kinds})' if kinds else ''}{damaged}\n  size: "
+          f"{_mib(info['bytes'])} of {_mib(info['max_bytes'])} (least recently used entries "
+          f"go first; {compile_cache.SIZE_ENV} sets the bound)")
+    return OK
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:.1f} MiB"
 
 
 # -- pytest-r3 record -- COMMAND ...: the application's launches as timing workloads --------

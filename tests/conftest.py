@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 import re
 import stat
 import textwrap
@@ -18,6 +19,7 @@ import pytest
 import pytest_r3 as r3
 import pytest_r3.backends.cpu  # noqa: F401
 from pytest_r3.backends import clang as toolchain
+from pytest_r3.backends import compile_cache
 from pytest_r3.kernel import declaration
 
 AXPY_C = """\
@@ -78,6 +80,31 @@ def loop_order_kernel(name: str, first_statement: str = "", macros: str = "") ->
 
 
 _counter = itertools.count()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def session_compile_cache(tmp_path_factory):
+    """Module- and session-scoped fixtures that compile keep their code in a folder of this
+    session, never in the user's cache (each test then gets its own, below)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(compile_cache.DIR_ENV, str(tmp_path_factory.mktemp("r3-cache-session")))
+        yield
+
+
+@pytest.fixture(autouse=True)
+def isolated_compile_cache(session_compile_cache, tmp_path_factory, monkeypatch):
+    """Every test, and every process it starts (pytester runs, workers, subprocesses), keeps
+    compiled code in a fresh folder of its own: never in the user's cache."""
+    monkeypatch.setenv(compile_cache.DIR_ENV, str(tmp_path_factory.mktemp("r3-cache")))
+    monkeypatch.delenv(compile_cache.SWITCH_ENV, raising=False)
+    monkeypatch.delenv(compile_cache.SIZE_ENV, raising=False)
+
+
+def environment_without_pytest() -> dict[str, str]:
+    """os.environ without pytest's variables (PYTEST_ADDOPTS, xdist's...), for a child run
+    as a user would; the test's own compiled-code cache folder is kept."""
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith("PYTEST_") or k == compile_cache.DIR_ENV}
 
 
 @pytest.fixture(autouse=True)
@@ -210,8 +237,10 @@ def fresh_clang(monkeypatch):
     """Forget the cached clang before and after the test, so env changes take effect."""
     monkeypatch.delenv(toolchain.CLANG_ENV, raising=False)
     toolchain.find_clang.cache_clear()
+    toolchain._clang_identity.cache_clear()
     yield toolchain.find_clang
     toolchain.find_clang.cache_clear()
+    toolchain._clang_identity.cache_clear()
 
 
 @pytest.fixture

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import environment_without_pytest
 
 SAXPY_C = """\
 #ifndef UNROLL
@@ -54,7 +54,7 @@ def cli() -> list[str]:
 
 
 def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env = environment_without_pytest()
     return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=120, env=env)
 
 

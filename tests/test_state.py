@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import environment_without_pytest
 
 import pytest_r3 as r3
 from pytest_r3.errors import (
@@ -53,7 +54,7 @@ def entry(speedup: float = 1.5, evaluations: int = 40, source_hash: str = "s1", 
 
 def run_python(code: str, cwd: Path) -> subprocess.CompletedProcess:
     """``code`` in a fresh interpreter (``app.py`` is run as a script)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env = environment_without_pytest()
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     args = ["app.py"] if code == "app.py" else ["-c", textwrap.dedent(code)]
     return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True,
@@ -659,7 +660,7 @@ def run_write_state(folder: Path, setup: str) -> list[str]:
     ``setup`` (a shell command) has mounted something on it."""
     script = folder.parent / "write_state.py"
     script.write_text(WRITE_STATE)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env = environment_without_pytest()
     env["PYTHONPATH"] = str(ROOT)
     command = f'{setup} && exec "{sys.executable}" "{script}" "{folder}"'
     result = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.metadata
 import importlib.util
 import os
 import platform
 import re
 import shlex
 import subprocess
+import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CompileError, ToolchainError
-from . import candidate_text
+from . import candidate_text, compile_cache
 
 CLANG_ENV = "PYTEST_R3_CLANG"
 IR_CACHE_SIZE = 256
@@ -245,11 +247,28 @@ def macro_flags(macros: Mapping[str, object]) -> list[str]:
     return flags
 
 
-_ir_cache: OrderedDict[str, str] = OrderedDict()
+@dataclass(frozen=True)
+class FrontEndOutput:
+    """What clang made of a source, with what names it: ``key`` covers the toolchain, the
+    target, every flag and the source text; ``headers`` are the ``[path, sha256]`` of the
+    headers clang read, where known (a build for the on-disk cache asks clang for them)."""
+
+    text: str
+    key: str
+    headers: tuple[tuple[str, str], ...] | None = None
+
+
+_ir_cache: OrderedDict[str, FrontEndOutput] = OrderedDict()
 _ir_cache_lock = threading.Lock()
 
 
-def compile_to_ir(
+def compile_to_ir(source: str, **options) -> str:
+    """Compile ``source`` to unoptimised LLVM IR text without touching the disk (see
+    :func:`front_end` for the options)."""
+    return front_end(source, **options).text
+
+
+def front_end(
     source: str,
     *,
     filename: str,
@@ -261,21 +280,18 @@ def compile_to_ir(
     debug_info: bool = False,
     untrusted: bool = False,
     preprocess_only: bool = False,
-) -> str:
-    """Compile ``source`` to unoptimised LLVM IR text without touching the disk.
+) -> FrontEndOutput:
+    """Compile ``source`` to unoptimised LLVM IR text (or preprocessed text).
 
     The source goes in through stdin with a ``#line`` marker so diagnostics still say
-    ``filename:line``; the result is cached by a hash of everything that affects it.
+    ``filename:line``; the result is cached in memory by a hash of everything that affects
+    it, and on disk inside a trusted build (see compile_cache) with its headers' hashes.
     ``untrusted`` text (a candidate's) may read only the kernel's own headers and the
     toolchain's, and its errors quote nothing else (see :func:`check_candidate_includes`
     and :func:`sanitize_diagnostics`). ``preprocess_only`` returns the preprocessed text
     instead (what declared array bounds are read from).
     """
-    clang = find_clang()
-    args = [
-        *clang.command,
-        *target_flags,
-        *clang.system_flags,
+    tail = [
         "-O3",
         "-Xclang",
         "-disable-llvm-passes",
@@ -296,24 +312,106 @@ def compile_to_ir(
     # a candidate's diagnostics name its file by base name only
     shown = candidate_text.display_name(filename) if untrusted else filename
     text = f"#line 1 \"{shown}\"\n{source}"
-    key = hashlib.sha256("\0".join([clang.version, *args, text, str(untrusted)]).encode()
-                         ).hexdigest()
+    key = compile_cache.key("clang", clang_identity(), list(target_flags), tail, text,
+                            untrusted)
     with _ir_cache_lock:
         if key in _ir_cache:
             _ir_cache.move_to_end(key)
             return _ir_cache[key]
-    if untrusted:
-        if preprocess_only:
-            raise ValueError("a candidate's text is compiled, never only preprocessed")
-        ir = candidate_text.compile_untrusted(args, text, source, filename, include_dirs,
-                                              _toolchain_dirs())
-    else:
-        ir = _compile(args, text, filename)
+    disk = None if untrusted else compile_cache.current()
+    output = _from_disk(disk, key)
+    if output is None:
+        clang = find_clang()
+        args = [*clang.command, *target_flags, *clang.system_flags, *tail]
+        if untrusted:
+            if preprocess_only:
+                raise ValueError("a candidate's text is compiled, never only preprocessed")
+            output = FrontEndOutput(candidate_text.compile_untrusted(
+                args, text, source, filename, include_dirs, _toolchain_dirs()), key)
+        elif disk is not None:
+            output = _compile_for_cache(disk, key, args, text, filename, clang)
+        else:
+            output = FrontEndOutput(_compile(args, text, filename), key)
     with _ir_cache_lock:
-        _ir_cache[key] = ir
+        _ir_cache[key] = output
         while len(_ir_cache) > IR_CACHE_SIZE:
             _ir_cache.popitem(last=False)
-    return ir
+    return output
+
+
+def clang_identity() -> str:
+    """What names the clang in use without running it where possible: the ziglang wheel's
+    version and place (it fixes clang's version and libc headers), else the override's
+    command and reported version."""
+    return _clang_identity(os.environ.get(CLANG_ENV, "").strip())
+
+
+@functools.lru_cache(maxsize=4)
+def _clang_identity(override: str) -> str:
+    if not override:
+        try:
+            return f"ziglang {importlib.metadata.version('ziglang')} {_zig_dir()}"
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    clang = find_clang()  # raises the clear error when there is no usable clang
+    return f"{clang.origin} {shlex.join(clang.command)} {clang.version}"
+
+
+def _from_disk(disk: compile_cache.Access | None, key: str) -> FrontEndOutput | None:
+    """clang's output from the on-disk cache, if every header it read is unchanged."""
+    entry = None if disk is None else disk.get(key)
+    if entry is None:
+        return None
+    headers = tuple(tuple(pair) for pair in entry.meta.get("files", ()))
+    if not compile_cache.files_unchanged(headers):
+        return None
+    return FrontEndOutput(entry.payload.decode(), key, headers)
+
+
+def _compile_for_cache(disk: compile_cache.Access, key: str, args: list[str], text: str,
+                       filename: str, clang: Clang) -> FrontEndOutput:
+    """Compile as :func:`_compile`, asking clang for the headers it read (``-MD``), and store
+    the result with their content hashes: an edited header makes the entry a miss. The
+    ziglang wheel's own headers are left out (its version is in the key); pytest-r3's
+    (r3_cuda.h) are hashed like the kernel's."""
+    handle, listing = tempfile.mkstemp(prefix="pytest-r3-", suffix=".d")
+    os.close(handle)
+    try:
+        ir = _compile([*args[:-3], "-MD", "-MF", listing, *args[-3:]], text, filename)
+        with open(listing) as stream:
+            headers = _dependency_paths(stream.read())
+    finally:
+        os.unlink(listing)
+    own = [str(Path(clang.command[0]).resolve().parent)] if clang.origin == "ziglang wheel" \
+        else []
+    hashes = compile_cache.file_hashes(
+        [path for path in headers if not any(path.startswith(folder + os.sep) for folder in own)])
+    disk.put(key, ir.encode(), {"kind": "clang", "files": hashes})
+    return FrontEndOutput(ir, key, tuple(tuple(pair) for pair in hashes))
+
+
+def _dependency_paths(listing: str) -> list[str]:
+    """The files of a make-style dependency listing (``-: a.h b\\ c.h``), made absolute."""
+    text = listing.replace("\\\n", " ")
+    _, _, files = text.partition(": ")
+    paths, current = [], ""
+    index = 0
+    while index < len(files):
+        char = files[index]
+        if char == "\\" and index + 1 < len(files) and files[index + 1] in " #$":
+            current += files[index + 1]
+            index += 2
+            continue
+        if char.isspace():
+            if current:
+                paths.append(current)
+            current = ""
+        else:
+            current += char
+        index += 1
+    if current:
+        paths.append(current)
+    return [os.path.abspath(p) for p in paths if p != "-"]
 
 
 def _toolchain_dirs() -> list[str]:

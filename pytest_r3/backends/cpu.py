@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -13,9 +14,10 @@ from ..errors import CompileError, DeclarationError, EntryNotFoundError
 from ..model.arguments import ArgumentBinder
 from ..model.bounds import with_declared_bounds
 from ..model.pipeline import Pipeline
-from ..model.signature import Signature, read_signature
+from ..model.signature import Signature, read_signature, signature_from_dict
 from ..model.source import KernelSource
 from . import clang as toolchain
+from . import compile_cache
 from .base import Backend, Launcher
 from .hookspecs import hookimpl
 
@@ -31,14 +33,44 @@ _CTYPES = {
 class CPULauncher(Launcher):
     """One JIT-compiled variant; keeps its execution engine alive as long as it is used."""
 
-    def __init__(self, engine, function, binder: ArgumentBinder, optimised_ir: str) -> None:
+    def __init__(self, engine, function, binder: ArgumentBinder,
+                 optimised_ir: str | Callable[[], str]) -> None:
         self.engine = engine
         self.function = function
         self.binder = binder
-        self.optimised_ir = optimised_ir
+        self._optimised_ir = optimised_ir
+
+    @property
+    def optimised_ir(self) -> str:
+        """The IR after the pass pipeline (made again on first use for a cached variant)."""
+        if callable(self._optimised_ir):
+            self._optimised_ir = self._optimised_ir()
+        return self._optimised_ir
 
     def __call__(self, *args: object) -> object:
         return self.function(*self.binder(args))
+
+
+def _check_scalars(signature: Signature, where: str) -> None:
+    unsupported = [p.describe() for p in signature.params
+                   if not p.is_pointer and p.dtype not in _CTYPES]
+    if unsupported:
+        raise DeclarationError(
+            f"{where}: scalar parameter(s) {', '.join(unsupported)} have no C calling "
+            "convention here; pass them by pointer"
+        )
+
+
+def _launcher(engine, address: int, signature: Signature, offset: int | None,
+              kernel_name: str, optimised_ir: str | Callable[[], str]) -> CPULauncher:
+    """A launcher calling the machine code at ``address`` with ctypes."""
+    _check_scalars(signature, f"kernel {kernel_name!r}")
+    restype = _CTYPES[signature.return_dtype] if signature.return_dtype else None
+    pointer_type = ctypes.c_void_p if offset is None else ctypes.py_object
+    argtypes = [pointer_type if p.is_pointer else _CTYPES[p.dtype] for p in signature.params]
+    function = ctypes.CFUNCTYPE(restype, *argtypes)(address)
+    binder = ArgumentBinder(kernel_name, signature, arrays_by_object=offset is not None)
+    return CPULauncher(engine, function, binder, optimised_ir)
 
 
 class CPUBackend(Backend):
@@ -53,7 +85,12 @@ class CPUBackend(Backend):
 
     def compile(self, source: KernelSource, macros: Mapping[str, object],
                 debug_info: bool = False, preprocess_only: bool = False) -> str:
-        return toolchain.compile_to_ir(
+        return self.front_end(source, macros, debug_info, preprocess_only).text
+
+    def front_end(self, source: KernelSource, macros: Mapping[str, object],
+                  debug_info: bool = False,
+                  preprocess_only: bool = False) -> toolchain.FrontEndOutput:
+        return toolchain.front_end(
             source.text,
             filename=source.filename,
             macros=macros,
@@ -90,7 +127,16 @@ class CPUBackend(Backend):
     def inspect(self, source: KernelSource, entry: str, macros: Mapping[str, object],
                 kernel_name: str = "") -> Signature:
         where = f"kernel {kernel_name or entry!r} ({source.filename})"
-        debug_ir = self.compile(source, macros, debug_info=True)
+        compiled = self.front_end(source, macros, debug_info=True)
+        debug_ir = compiled.text
+        disk = None if source.untrusted else compile_cache.current()
+        key = None
+        if disk is not None and compiled.headers is not None:  # what clang read: known
+            key = compile_cache.key("cpu-signature", compile_cache.code_identity(), entry,
+                                    compiled.key, compiled.headers)
+            cached = disk.get(key)
+            if cached is not None:
+                return signature_from_dict(json.loads(cached.payload))
         module = self.parse(toolchain.without_linker_keep(debug_ir), where)
         if _defined_function(module, entry, static_too=True) is None:
             return read_signature(debug_ir, entry, None, where=where)  # names what it has
@@ -102,6 +148,8 @@ class CPUBackend(Backend):
         if any(p.is_pointer for p in signature.params):  # C array bounds, as written
             text = self.compile(source, macros, preprocess_only=True)
             signature = with_declared_bounds(signature, text)
+        if disk is not None and key is not None:
+            disk.put(key, json.dumps(signature.as_dict()).encode(), {"kind": "cpu-signature"})
         return signature
 
     def load(self, ir: str, entry: str, signature: Signature, pipeline: Pipeline,
@@ -109,6 +157,39 @@ class CPUBackend(Backend):
         import llvmlite.binding as llvm
 
         where = f"kernel {kernel_name!r}"
+        offset = _numpy_data_offset()
+        symbol = entry if offset is None else THUNK_PREFIX + entry
+        disk = compile_cache.current()
+        key = None
+        if disk is not None:
+            target = toolchain.host_target()
+            key = compile_cache.key("cpu-object", compile_cache.code_identity(), target.triple,
+                                    target.cpu, target.features, offset, entry,
+                                    pipeline.as_dict(), ir)
+            cached = disk.get(key)
+            if cached is not None and all(map(_in_process, cached.meta.get("needs", ()))):
+                engine, address = self._load_object(cached.payload, symbol)
+                if address:
+                    return _launcher(engine, address, signature, offset, kernel_name,
+                                     lambda: self._optimised_ir(ir, entry, pipeline, where))
+        module = self._prepared(ir, entry, pipeline, where)
+        needs = toolchain.unresolved_symbols(module)
+        machine = self.target_machine()
+        pipeline.run(module, machine)
+        optimised_ir = str(module)
+        engine = llvm.create_mcjit_compiler(module, machine)
+        objects: list[bytes] = []
+        if key is not None:  # keep the object MCJIT generates
+            engine.set_object_cache(notify_func=lambda _, data: objects.append(bytes(data)))
+        engine.finalize_object()
+        if disk is not None and key is not None and len(objects) == 1:
+            disk.put(key, objects[0], {"kind": "cpu-object", "needs": needs})
+        return _launcher(engine, engine.get_function_address(symbol), signature, offset,
+                         kernel_name, optimised_ir)
+
+    def _prepared(self, ir: str, entry: str, pipeline: Pipeline, where: str):
+        """``ir`` parsed, cut to the entry, checked for what it needs from outside, and with
+        the launch thunk linked in: ready for ``pipeline``."""
         module = self.parse(toolchain.without_linker_keep(pipeline.prepare_ir(ir)), where)
         if _defined_function(module, entry, static_too=True) is None:
             raise EntryNotFoundError(f"{where}: entry symbol {entry!r} is not defined")
@@ -117,25 +198,31 @@ class CPUBackend(Backend):
         offset = _numpy_data_offset()
         if offset is not None:
             module.link_in(self.parse(_thunk_ir(module, entry, offset), where))
-        machine = self.target_machine()
-        pipeline.run(module, machine)
-        optimised_ir = str(module)
-        engine = llvm.create_mcjit_compiler(module, machine)
+        return module
+
+    def _optimised_ir(self, ir: str, entry: str, pipeline: Pipeline, where: str) -> str:
+        """The optimised IR of a variant loaded from the cache, made again when asked for."""
+        module = self._prepared(ir, entry, pipeline, where)
+        pipeline.run(module, self.target_machine())
+        return str(module)
+
+    def _load_object(self, data: bytes, symbol: str):
+        """A JIT engine holding a cached object file, and the address of ``symbol`` in it
+        (0 when the object does not define it). The engine compiles an empty module and the
+        object cache answers for it with ``data``, so no code is generated."""
+        import llvmlite.binding as llvm
+
+        toolchain.initialize_llvm()
+        empty = llvm.parse_assembly("")
+        empty.triple = toolchain.host_target().triple
+        # only relocates code made for this CPU: a machine without its long feature list is
+        # 40 times cheaper to create
+        machine = llvm.Target.from_triple(empty.triple).create_target_machine(
+            reloc="default", codemodel="jitdefault", jit=True)
+        engine = llvm.create_mcjit_compiler(empty, machine)
+        engine.set_object_cache(getbuffer_func=lambda _: data)
         engine.finalize_object()
-        address = engine.get_function_address(entry if offset is None else THUNK_PREFIX + entry)
-        unsupported = [p.describe() for p in signature.params
-                       if not p.is_pointer and p.dtype not in _CTYPES]
-        if unsupported:
-            raise DeclarationError(
-                f"{where}: scalar parameter(s) {', '.join(unsupported)} have no C calling "
-                "convention here; pass them by pointer"
-            )
-        restype = _CTYPES[signature.return_dtype] if signature.return_dtype else None
-        pointer_type = ctypes.c_void_p if offset is None else ctypes.py_object
-        argtypes = [pointer_type if p.is_pointer else _CTYPES[p.dtype] for p in signature.params]
-        function = ctypes.CFUNCTYPE(restype, *argtypes)(address)
-        binder = ArgumentBinder(kernel_name, signature, arrays_by_object=offset is not None)
-        return CPULauncher(engine, function, binder, optimised_ir)
+        return engine, engine.get_function_address(symbol)
 
     def launch(self, launcher: Launcher, args: Sequence[object]) -> object:
         return launcher(*args)

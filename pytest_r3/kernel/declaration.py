@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..backends.compile_cache import trusted_build, untrusted_build
 from ..errors import DeclarationError
 from ..model.configuration import configuration_hash
 from ..model.launch import LaunchConfig
@@ -137,8 +138,10 @@ class Kernel:
         if self._signature is None:
             with self._lock:
                 if self._signature is None:
-                    self._signature = self.backend.inspect(
-                        self.source, self.entry, self.space.default, kernel_name=self.name)
+                    with trusted_build():
+                        self._signature = self.backend.inspect(
+                            self.source, self.entry, self.space.default,
+                            kernel_name=self.name)
         return self._signature
 
     def source_for(self, variant: Variant) -> KernelSource:
@@ -156,11 +159,16 @@ class Kernel:
                 if launcher is None:
                     backend = self.backend
                     signature = self.signature
-                    ir = backend.compile(self.source_for(variant), variant.macro_dict)
-                    options = {} if self.launch is None else {
-                        "launch": self.launch, "tunables": variant.macro_dict}
-                    launcher = backend.load(ir, self.entry, signature, variant.pipeline,
-                                            self.name, **options)
+                    # the declared source (baseline, locked variants) may use the on-disk
+                    # cache; a rewrite's text never does
+                    scope = trusted_build() if variant.source_text is None \
+                        else untrusted_build()
+                    with scope:
+                        ir = backend.compile(self.source_for(variant), variant.macro_dict)
+                        options = {} if self.launch is None else {
+                            "launch": self.launch, "tunables": variant.macro_dict}
+                        launcher = backend.load(ir, self.entry, signature, variant.pipeline,
+                                                self.name, **options)
                     self._launchers[variant] = launcher
         return launcher
 

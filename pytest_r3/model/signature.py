@@ -88,6 +88,16 @@ class Signature:
         ret = "void" if self.return_dtype is None else self.return_dtype
         return f"{ret} {self.entry}({', '.join(p.describe() for p in self.params)})"
 
+    def as_dict(self) -> dict:
+        """Plain data (``signature_from_dict`` reads it): for the compiled-code cache."""
+        return {"entry": self.entry, "params": [p.as_dict() for p in self.params],
+                "return_dtype": self.return_dtype}
+
+
+def signature_from_dict(data) -> Signature:
+    return Signature(data["entry"], tuple(param_from_dict(p) for p in data["params"]),
+                     data["return_dtype"])
+
 
 def _field(text: str, name: str) -> str | None:
     match = re.search(_FIELD.format(name), text)

@@ -44,15 +44,19 @@ class Worker:
         protocol.send(self.connection, event, data, protocol.WORKER_EVENTS, arrays)
 
     def on_load(self, data: dict, arrays: dict) -> None:
+        from ..backends.compile_cache import trusted_build
         from .protocol import KernelSpec, ReplaySettings
         from .runner import Runner
 
         spec = KernelSpec.from_dict(data["spec"])
         _fit_address_space(spec.backend)
         self.runner = Runner(spec, ReplaySettings.from_dict(data["settings"]), self.beat)
-        # a contained launcher loads the variant it forwards calls to in the baseline's place
-        self.runner.build("baseline", data["ir"], data.get("pipeline", spec.pipeline),
-                          data.get("tunables", spec.default_macros))
+        # a contained launcher loads the variant it forwards calls to in the baseline's place.
+        # Before any candidate has run here, the baseline may come from the compiled-code
+        # cache (an entry is named by the hash of its IR); a worker never writes it.
+        with trusted_build(write=False):
+            self.runner.build("baseline", data["ir"], data.get("pipeline", spec.pipeline),
+                              data.get("tunables", spec.default_macros))
         self.send("loaded", {})
 
     def on_cases(self, data: dict, arrays: dict) -> None:

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..backends.compile_cache import trusted_build, untrusted_build
 from ..errors import CompileError, DeclarationError, EntryNotFoundError, R3Error
 from ..outputs import write_text_atomic
 
@@ -86,7 +87,15 @@ def variant_label(kernel, variant, target: str) -> str:
 
 
 def build(kernel, variant, out_dir: Path, target: str | None = None) -> BuildResult:
-    """Compile ``variant`` of ``kernel`` (a declared Kernel) into ``out_dir``."""
+    """Compile ``variant`` of ``kernel`` (a declared Kernel) into ``out_dir``; the declared
+    source's compilation uses the on-disk compiled-code cache (a ``--source`` file's never
+    does)."""
+    scope = trusted_build() if variant.source_text is None else untrusted_build()
+    with scope:
+        return _build(kernel, variant, out_dir, target)
+
+
+def _build(kernel, variant, out_dir: Path, target: str | None) -> BuildResult:
     if kernel.backend_name == "cuda":
         return _build_cuda(kernel, variant, Path(out_dir), target)
     if target:

@@ -1,0 +1,180 @@
+"""Benchmark the on-disk compiled-code cache: what kernels cost a test run and an application
+start, with an empty cache (cold) and a filled one (warm).
+
+A project is generated with 10, 40 and 100 kernels (each a small saxpy with its own
+``defines=``, so each has its own machine code) and one test per kernel. Measured, each in a
+fresh process and repeated (medians shown):
+
+- a plain ``pytest`` run: its wall time, and the kernels' share of it (the sum of each
+  kernel's first call, which is where it is compiled or loaded, timed inside the test);
+- a Python process that imports the package and calls every kernel once: the same figures;
+- the per-kernel warm overhead: a kernel's first call in a warm process minus its second
+  call (what loading it from the cache adds), median over kernels. The target is under 5 ms.
+
+Cold runs start from an empty cache folder each time; warm runs reuse the one a cold run
+filled. The cache folder is a temporary one (PYTEST_R3_CACHE_DIR), never the user's.
+
+Run from the repository root::
+
+    python benchmarks/bench_compile_cache.py [--kernels 10 40 100] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET_MS = 5.0
+
+KERNEL_C = """\
+void saxpy(long n, float a, const float *x, float *y)
+{
+    for (long i = 0; i < n; ++i)
+        y[i] = a * x[i] + y[i] + OFFSET;
+}
+"""
+
+PACKAGE = """\
+import pytest_r3 as r3
+
+KERNELS = [r3.kernel("saxpy.c", entry="saxpy", name=f"saxpy_{i}", defines={"OFFSET": i})
+           for i in range(COUNT)]
+"""
+
+# the first call's time goes to the file named by BENCH_TIMES: (first, second) per kernel
+TIMING = """\
+import json
+import os
+import time
+
+import numpy as np
+
+
+def first_and_second_call(kernel, offset):
+    x = np.arange(64, dtype=np.float32)
+    y = np.zeros(64, dtype=np.float32)
+    start = time.perf_counter()
+    kernel(64, 2.0, x, y)
+    first = time.perf_counter() - start
+    start = time.perf_counter()
+    kernel(64, 2.0, x, y)
+    second = time.perf_counter() - start
+    assert y[1] == 2 * (2.0 + offset), y[:2]
+    with open(os.environ["BENCH_TIMES"], "a") as out:
+        out.write(json.dumps([first, second]) + "\\n")
+"""
+
+TESTS = """\
+import pytest
+
+from benchproj import KERNELS
+from benchproj.timing import first_and_second_call
+
+
+@pytest.mark.parametrize("index", range(len(KERNELS)))
+def test_kernel(index):
+    first_and_second_call(KERNELS[index], index)
+"""
+
+APP = """\
+from benchproj import KERNELS
+from benchproj.timing import first_and_second_call
+
+for index, kernel in enumerate(KERNELS):
+    first_and_second_call(kernel, index)
+"""
+
+
+def make_project(folder: Path, count: int) -> None:
+    package = folder / "benchproj"
+    package.mkdir(parents=True)
+    (package / "saxpy.c").write_text(KERNEL_C)
+    (package / "__init__.py").write_text(PACKAGE.replace("COUNT", str(count)))
+    (package / "timing.py").write_text(TIMING)
+    (folder / "tests").mkdir()
+    (folder / "tests" / "test_kernels.py").write_text(TESTS)
+    (folder / "app.py").write_text(APP)
+    (folder / "conftest.py").write_text('"""Puts the project on sys.path."""\n')
+
+
+def run_once(folder: Path, cache: Path, command: str) -> dict:
+    """One process: its wall time, and each kernel's first and second call."""
+    times = folder / "times.jsonl"
+    times.unlink(missing_ok=True)
+    args = ([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"]
+            if command == "pytest" else [sys.executable, "app.py"])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env.update(PYTEST_R3_CACHE_DIR=str(cache), BENCH_TIMES=str(times),
+               PYTHONPATH=os.pathsep.join([str(ROOT), str(folder)]))
+    start = time.perf_counter()
+    result = subprocess.run(args, cwd=folder, env=env, capture_output=True, text=True,
+                            timeout=1800)
+    wall = time.perf_counter() - start
+    if result.returncode != 0:
+        raise SystemExit(f"{command} failed:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
+    calls = [json.loads(line) for line in times.read_text().splitlines()]
+    return {"wall": wall, "kernels": sum(first for first, _ in calls),
+            "overheads": [first - second for first, second in calls]}
+
+
+def measure(count: int, repeats: int) -> dict:
+    figures: dict = {}
+    with tempfile.TemporaryDirectory(prefix="bench-compile-cache-") as scratch:
+        folder = Path(scratch) / "project"
+        make_project(folder, count)
+        cache = Path(scratch) / "cache"
+        for command in ("pytest", "python"):
+            cold, warm = [], []
+            for _ in range(repeats):  # cold and warm take turns: a busy spell hits both
+                shutil.rmtree(cache, ignore_errors=True)
+                cold.append(run_once(folder, cache, command))
+                warm.append(run_once(folder, cache, command))
+            figures[command] = {"cold": cold, "warm": warm}
+    return figures
+
+
+def median_of(runs: list[dict], key: str) -> float:
+    return statistics.median(run[key] for run in runs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kernels", type=int, nargs="+", default=[10, 40, 100])
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    print(f"compiled-code cache, {args.repeats} cold/warm pairs per figure (medians); "
+          "'kernels' is the sum of each kernel's first call")
+    header = (f"{'kernels':>7} {'process':>7} | {'cold wall':>9} {'kernels':>8} {'share':>6} | "
+              f"{'warm wall':>9} {'kernels':>8} {'share':>6} | {'saved':>7} | "
+              f"{'warm ms/kernel':>14}")
+    print(header)
+    print("-" * len(header))
+    worst = 0.0
+    for count in args.kernels:
+        figures = measure(count, args.repeats)
+        for command in ("pytest", "python"):
+            cold, warm = figures[command]["cold"], figures[command]["warm"]
+            cold_wall, cold_k = median_of(cold, "wall"), median_of(cold, "kernels")
+            warm_wall, warm_k = median_of(warm, "wall"), median_of(warm, "kernels")
+            overhead = statistics.median(o for run in warm for o in run["overheads"]) * 1e3
+            worst = max(worst, overhead)
+            print(f"{count:>7} {command:>7} | {cold_wall:>8.2f}s {cold_k:>7.2f}s "
+                  f"{cold_k / cold_wall:>6.0%} | {warm_wall:>8.2f}s {warm_k:>7.2f}s "
+                  f"{warm_k / warm_wall:>6.0%} | {cold_wall - warm_wall:>6.2f}s | "
+                  f"{overhead:>14.2f}")
+    verdict = "met" if worst < TARGET_MS else "NOT met"
+    print(f"per-kernel warm overhead: worst median {worst:.2f} ms; target < {TARGET_MS} ms "
+          f"{verdict}")
+
+
+if __name__ == "__main__":
+    main()
