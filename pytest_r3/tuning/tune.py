@@ -14,7 +14,7 @@ from ..backends.clang import host_target
 from ..errors import R3Error
 from ..kernel.lock import features_hash, source_fingerprint, update_entry
 from ..outputs import write_text_atomic
-from ..replay.protocol import INVALID, OK, Candidate
+from ..replay.protocol import Candidate
 from ..reports import KernelReport
 from ..reports.model import describe_settings
 from ..search.parametrization import SearchSpace
