@@ -18,8 +18,8 @@ import pytest
 
 import pytest_r3 as r3
 from pytest_r3 import Pipeline
-from pytest_r3.backends import cuda_tools
 from pytest_r3.backends.cuda import CUDABackend, parse_entry
+from pytest_r3.backends.cuda import toolchain as cuda_tools
 from pytest_r3.errors import CompileError, DeclarationError, EntryNotFoundError
 from pytest_r3.model.source import KernelSource
 from pytest_r3.replay import sandbox

@@ -312,7 +312,7 @@ def kernel(
     frame = sys._getframe(1)
     declaring_file = frame.f_globals.get("__file__")
     declared_at = f"{declaring_file or '<unknown>'}:{frame.f_lineno}"
-    from ..backends.cuda_tools import default_name, is_entry_name  # CUDA: also templates
+    from ..backends.cuda.toolchain import default_name, is_entry_name  # CUDA: also templates
 
     if not isinstance(entry, str) or not (entry.isidentifier() or (
             backend == "cuda" and is_entry_name(entry))):

@@ -109,8 +109,7 @@ def _result(kernel, variant, target: str) -> BuildResult:
 
 
 def _build_cuda(kernel, variant, out_dir: Path, target: str | None) -> BuildResult:
-    from ..backends import cuda_tools
-    from ..backends.cuda import CUDABackend
+    from ..backends.cuda import CUDABackend, toolchain
 
     backend = CUDABackend(target) if target else kernel.backend
     arch = backend.arch
@@ -125,16 +124,16 @@ def _build_cuda(kernel, variant, out_dir: Path, target: str | None) -> BuildResu
     if ptx.diagnostics.get("ptxas") != "ok":
         result.notes.append("ptxas is not installed: the PTX was not assembled, so there "
                             "are no register or spill figures (install the CUDA toolkit)")
-    if cuda_tools.find_tool("nvcc") is None:
+    if toolchain.find_tool("nvcc") is None:
         result.notes.append("nvcc is not installed: no vendor figures to compare with")
         return result
     try:
-        theirs = cuda_tools.nvcc_ptx(source, variant.macro_dict, arch)
-        symbol = cuda_tools.match_symbol(cuda_tools.ptx_entries(theirs), kernel.entry,
+        theirs = toolchain.nvcc_ptx(source, variant.macro_dict, arch)
+        symbol = toolchain.match_symbol(toolchain.ptx_entries(theirs), kernel.entry,
                                          kernel.where)
         result.files["nvcc ptx"] = str(write_text_atomic(stem.with_suffix(".nvcc.ptx"),
                                                          theirs))
-        info = cuda_tools.ptxas_info(theirs, arch)
+        info = toolchain.ptxas_info(theirs, arch)
         if info is not None:
             result.figures["nvcc"] = info.get(symbol, {})
     except R3Error as exc:  # nvcc's opinion is informative: ours built, so the build stands

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 
-from ..errors import CompileError
-from .cuda_tools import INSTANCE_FILE
+from ...errors import CompileError
+from .toolchain import INSTANCE_FILE
 
 DOCS = "docs/cuda.md (section 'What CUDA C is supported')"
 
