@@ -12,7 +12,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..errors import DeclarationError
 from ..model.configuration import configuration_hash
@@ -321,7 +321,8 @@ def kernel(
                                "instance such as 'scale_tiles<16, float>')")
     name = name or default_name(entry)  # a file name too: "scale_tiles<16, float>" is not
     where = f"kernel {name!r} (declared at {declared_at})"
-    kernel_source = load_source(source, declaring_file, where, defines, include_dirs)
+    kernel_source = replace(load_source(source, declaring_file, where, defines, include_dirs),
+                            entry=entry)
     clash = sorted(set(dict(kernel_source.defines)) & set(tune or ()))
     if clash:
         raise DeclarationError(f"{where}: {', '.join(clash)} is both in defines= (fixed) and "

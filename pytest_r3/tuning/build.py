@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..backends.clang import without_linker_keep
 from ..errors import CompileError, DeclarationError, EntryNotFoundError, R3Error
 from ..outputs import write_text_atomic
 
@@ -149,10 +150,13 @@ def _build_cpu(kernel, variant, out_dir: Path) -> BuildResult:
     stem = out_dir / variant_label(kernel, variant, "host")
     ir = backend.compile(kernel.source_for(variant), variant.macro_dict)
     where = kernel.where
-    module = backend.parse(variant.pipeline.prepare_ir(ir), where)
+    module = backend.parse(without_linker_keep(variant.pipeline.prepare_ir(ir)), where)
     if not any(f.name == kernel.entry and not f.is_declaration for f in module.functions):
         raise EntryNotFoundError(f"{where}: entry symbol {kernel.entry!r} is not defined")
     machine = backend.target_machine()
+    # the entry and what it reaches, as a replay loads it: not main, not unused helpers, and
+    # a static entry is kept although nothing in the file calls it
+    backend.reachable(module, kernel.entry, where)
     variant.pipeline.run(module, machine)
     optimised = str(module)
     try:

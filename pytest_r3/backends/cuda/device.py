@@ -35,7 +35,7 @@ from ...model.source import KernelSource
 from .. import clang
 from ..base import Backend, Launcher
 from ..candidate_text import display_name
-from . import support, toolchain
+from . import reach, support, toolchain
 
 ARCH_ENV = "PYTEST_R3_CUDA_ARCH"
 DEFAULT_ARCH = "sm_80"
@@ -104,13 +104,17 @@ class CUDABackend(Backend):
         return f"cuda-{arch}" + (f"-{slug}" if slug else "")
 
     def clang_flags(self, libdevice: bool) -> tuple[str, ...]:
-        """Device-only CUDA without CUDA's headers: r3_cuda.h in front of every kernel, and
-        the forwarding headers (<cstdio>, cuda_fp16.h...) ahead of the C library's."""
+        """Device-only CUDA without CUDA's headers: r3_cuda.h and <cuda_runtime.h> in front of
+        every kernel, the forwarding headers (<cstdio>, cuda_fp16.h...) ahead of the C
+        library's, then the declarations host code includes (host_only/)."""
         return (
             "--cuda-device-only", "-nocudainc", "-nocudalib", f"--cuda-gpu-arch={self.arch}",
             f"--cuda-feature=+ptx{ptx_version(self.arch)}", "-Wno-unknown-cuda-version",
             "-fdeclspec", "-I", str(toolchain.HEADER.parent),
-            "-I", str(toolchain.DEVICE_HEADERS), "-include", str(toolchain.HEADER),
+            "-I", str(toolchain.DEVICE_HEADERS), "-I", str(toolchain.HOST_ONLY_HEADERS),
+            "-include", str(toolchain.HEADER),
+            # as under nvcc, <cuda_runtime.h> is there without an #include
+            "-include", str(toolchain.DEVICE_HEADERS / "cuda_runtime.h"),
             *(["-DR3_LIBDEVICE=1"] if libdevice else []),
         )
 
@@ -131,7 +135,7 @@ class CUDABackend(Backend):
         # clang keeps only line tables for optimised NVPTX code; ask cc1 for variables too
         debug = ("-Xclang", "-debug-info-kind=constructor") if debug_info else ()
         instances = sorted(self._instances.get(source.filename, ()))
-        text = source.text + toolchain.instantiation_text(*instances)
+        text = reach.entry_text(source) + toolchain.instantiation_text(*instances)
         try:
             return clang.compile_to_ir(
                 text, filename=source.filename, macros=macros,

@@ -36,7 +36,7 @@ from ...model.source import KernelSource
 from .. import clang
 from ..base import Launcher
 from ..cpu import check_resolvable
-from . import toolchain
+from . import reach, toolchain
 from .device import CUDABackend
 from .emulation_ir import (
     HEADER,
@@ -99,13 +99,14 @@ class EmulatedCUDABackend(CUDABackend):
         return (*clang.host_target().clang_flags(), "-std=c++17", "-nostdinc++",
                 "-fno-exceptions", "-fno-rtti", "-fno-threadsafe-statics",
                 "-Wno-unused-command-line-argument", "-I", str(SHIMS), "-I", str(INCLUDE),
-                "-include", str(HEADER))
+                "-I", str(toolchain.HOST_ONLY_HEADERS), "-include", str(HEADER),
+                "-include", str(SHIMS / "cuda_runtime.h"))  # implicit, as under nvcc
 
     def compile(self, source: KernelSource, macros: Mapping[str, object],
                 debug_info: bool = False) -> str:
         check_host()
         instances = sorted(self._instances.get(source.filename, ()))  # template entries
-        text = host_source(source.text) + _host_instances(instances)
+        text = host_source(reach.entry_text(source)) + _host_instances(instances)
         if text != source.text:
             source = source.with_text(text)
         ir = clang.compile_to_ir(

@@ -33,6 +33,9 @@ HEADER = Path(__file__).resolve().parent.parent.parent / "include" / "r3_cuda.h"
 # CUDA's and C++'s headers for device code (cuda_fp16.h, <cstdio>...): on clang's include
 # path only, since nvcc brings its own
 DEVICE_HEADERS = HEADER.parent / "cuda_device"
+# what host code beside kernels includes (the runtime API, cuBLAS, cuRAND, NVTX, the C++
+# standard library's host headers): declarations only, for the device build and emulation
+HOST_ONLY_HEADERS = HEADER.parent / "host_only"
 
 
 def _cuda_roots() -> list[Path]:
