@@ -42,6 +42,7 @@ def cases() -> list:
     spec = importlib.util.spec_from_file_location(
         "thirdparty_cases", ROOT / "tests" / "test_cuda_thirdparty.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look themselves up there
     spec.loader.exec_module(module)
     return module.CASES
 

@@ -66,7 +66,7 @@ ZIG_LIBC_KEPT = {"any-linux-any", "generic-glibc", "generic-musl", "x86-linux-an
 ZIG_DROPPED = ("lib/libc/mingw/", "lib/libc/wasi/", "lib/libc/darwin/", "lib/libc/freebsd/",
                "lib/libc/netbsd/", "lib/libc/openbsd/", "lib/libtsan/", "lib/docs/")
 CUDA_TESTS = ["tests/test_cuda_runtime.py", "tests/test_cuda_backend.py",
-              "example_project/tests/test_cuda_kernels.py"]
+              "tests/test_cuda_thirdparty.py", "example_project/tests/test_cuda_kernels.py"]
 CUDA_KERNELS = "saxpy,stencil2d,matmul_tiled"
 
 

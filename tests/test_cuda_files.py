@@ -366,3 +366,32 @@ def test_a_program_with_host_code_runs_its_kernel_in_emulation(tmp_path, emulate
     out = np.zeros_like(x)
     kernel(out, x, 300)
     np.testing.assert_allclose(out, x * x + 0.5, rtol=1e-6)
+
+
+TWO_TEMPLATES = """\
+    template <class T> __global__ void scale(T *x, int n) {
+      int i = threadIdx.x; if (i < n) x[i] = 2 * x[i];
+    }
+    template <class T> __global__ void shift(T *x, int n) {
+      int i = threadIdx.x; if (i < n) x[i] = x[i] + 1;
+    }
+    template __global__ void scale<float>(float *, int);
+    """
+
+
+@needs_emulation
+def test_two_template_kernels_of_one_file_in_one_process(tmp_path, emulated):
+    """The build instantiates every declared instance of the file; cutting the text down
+    to one entry must keep the others it instantiates."""
+    path = write(tmp_path, "two.cu", TWO_TEMPLATES)
+    backend = CUDABackend("sm_80")
+    for entry in ["scale<float>", "shift<float>", "scale<float>"]:
+        kernel = declare(path, entry, launch={"grid": 1, "block": 32})
+        source = kernel.source_for(kernel.baseline)
+        backend.inspect(source, entry, {})
+        assert ".entry" in backend.compile_ptx(backend.compile(source, {}), entry,
+                                               Pipeline()).ptx
+        x = np.arange(4, dtype=np.float32)
+        kernel(x, 4)
+        want = 2 * np.arange(4) if entry.startswith("scale") else np.arange(4) + 1
+        np.testing.assert_array_equal(x, want)

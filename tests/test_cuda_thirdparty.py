@@ -21,7 +21,7 @@ import pytest
 import pytest_r3 as r3
 from pytest_r3 import Pipeline, cdiv
 from pytest_r3.backends import forget_backend
-from pytest_r3.backends.cuda import CUDABackend, toolchain
+from pytest_r3.backends.cuda import CUDABackend, runtime, toolchain
 from pytest_r3.backends.cuda import emulation as cuda_emulation
 
 SUITE = Path(__file__).resolve().parent / "cuda_thirdparty"
@@ -393,6 +393,25 @@ def emulated(monkeypatch):
                     reason="CUDA emulation is written for x86-64")
 @pytest.mark.parametrize("item", CASES, ids=IDS)
 def test_matches_numpy_in_emulation(item: Case, emulated):
+    matches_numpy(item)
+
+
+GPU_MISSING = runtime.unavailable_reason()
+
+
+@pytest.mark.skipif(GPU_MISSING is not None, reason=f"no GPU: {GPU_MISSING}")
+@pytest.mark.parametrize("item", CASES, ids=IDS)
+def test_matches_numpy_on_the_gpu(item: Case, monkeypatch):
+    """The same oracle on a GPU (scripts/gpu_suite.py runs this file where one is lent)."""
+    monkeypatch.setenv(cuda_emulation.EMULATION_ENV, "0")
+    forget_backend("cuda")
+    try:
+        matches_numpy(item)
+    finally:
+        forget_backend("cuda")
+
+
+def matches_numpy(item: Case) -> None:
     kernel = declare(item, launch=item.launch)
     args = item.arguments(np.random.default_rng(2024))
     expected = item.expected([a.copy() if isinstance(a, np.ndarray) else a for a in args])

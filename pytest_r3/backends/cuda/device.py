@@ -135,7 +135,7 @@ class CUDABackend(Backend):
         # clang keeps only line tables for optimised NVPTX code; ask cc1 for variables too
         debug = ("-Xclang", "-debug-info-kind=constructor") if debug_info else ()
         instances = sorted(self._instances.get(source.filename, ()))
-        text = reach.entry_text(source) + toolchain.instantiation_text(*instances)
+        text = reach.entry_text(source, instances) + toolchain.instantiation_text(*instances)
         try:
             return clang.compile_to_ir(
                 text, filename=source.filename, macros=macros,

@@ -106,7 +106,7 @@ class EmulatedCUDABackend(CUDABackend):
                 debug_info: bool = False) -> str:
         check_host()
         instances = sorted(self._instances.get(source.filename, ()))  # template entries
-        text = host_source(reach.entry_text(source)) + _host_instances(instances)
+        text = host_source(reach.entry_text(source, instances)) + _host_instances(instances)
         if text != source.text:
             source = source.with_text(text)
         ir = clang.compile_to_ir(

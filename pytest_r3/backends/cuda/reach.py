@@ -45,9 +45,11 @@ class _Unfollowable(Exception):
     """The braces do not balance as written (preprocessor branches): do not cut."""
 
 
-def entry_text(source: KernelSource) -> str:
+def entry_text(source: KernelSource, also: Sequence[str] = ()) -> str:
     """The text to compile for ``source.entry``: ``source.text`` with the project's headers
-    read in and what the entry does not reach blanked; the text as it is without an entry."""
+    read in and what the entry (and the entries in ``also``: the template instances the
+    build adds for other kernels of the file) does not reach blanked; the text as it is
+    without an entry."""
     if not source.entry:
         return source.text
     text = source.text
@@ -55,7 +57,7 @@ def entry_text(source: KernelSource) -> str:
         folder = Path(source.filename).parent if source.path is not None else None
         dirs = [Path(d) for d in source.include_dirs]
         text = _inline(text, source.filename, folder, dirs, set(), depth=0)
-    return cut_to_entry(text, source.entry)
+    return cut_to_entry(text, source.entry, also)
 
 
 def _inline(text: str, filename: str, folder: Path | None, include_dirs: Sequence[Path],
@@ -90,13 +92,13 @@ def _find(name: str, folder: Path | None, include_dirs: Sequence[Path]) -> Path 
     return None
 
 
-def cut_to_entry(text: str, entry: str) -> str:
-    """``text`` with the definitions ``entry`` does not reach blanked out.
+def cut_to_entry(text: str, entry: str, also: Sequence[str] = ()) -> str:
+    """``text`` with the definitions ``entry`` (and ``also``) do not reach blanked out.
 
-    ``entry`` is a kernel's name, qualified or not, or a template instance
+    An entry is a kernel's name, qualified or not, or a template instance
     (``"scale_tiles<16, float>"``); what is kept is found by its last name component.
     """
-    name = re.split(r"::", entry.split("<", 1)[0].strip())[-1].strip()
+    name = _last_name(entry)
     if not name:
         return text
     try:
@@ -105,7 +107,7 @@ def cut_to_entry(text: str, entry: str) -> str:
         return text
     if not any(d.name == name and d.kind == "function" for d in definitions):
         return text  # the entry is elsewhere (a header, a macro): cut nothing
-    reached.add(name)
+    reached |= {name, *(_last_name(other) for other in also)}
     kept: set[int] = set()
     changed = True
     while changed:
@@ -125,6 +127,10 @@ def cut_to_entry(text: str, entry: str) -> str:
         position = definition.end
     pieces.append(text[position:])
     return "".join(pieces)
+
+
+def _last_name(entry: str) -> str:
+    return re.split(r"::", entry.split("<", 1)[0].strip())[-1].strip()
 
 
 class _Definition:
