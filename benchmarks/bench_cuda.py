@@ -39,7 +39,9 @@ sys.path.insert(0, str(ROOT / "example_project"))
 import exampleproj.cuda as examples  # noqa: E402
 
 import pytest_r3 as r3  # noqa: E402
-from pytest_r3.backends import cuda_runtime, cuda_tools, get_backend  # noqa: E402
+from pytest_r3.backends import get_backend  # noqa: E402
+from pytest_r3.backends.cuda import runtime as cuda_runtime  # noqa: E402
+from pytest_r3.backends.cuda import toolchain as cuda_tools  # noqa: E402
 
 PIPELINES = {
     "default": {},

@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from pytest_r3 import Pipeline  # noqa: E402
-from pytest_r3.backends import cuda_tools  # noqa: E402
 from pytest_r3.backends.cuda import CUDABackend  # noqa: E402
+from pytest_r3.backends.cuda import toolchain as cuda_tools  # noqa: E402
 from pytest_r3.model.source import KernelSource  # noqa: E402
 
 SUITE = ROOT / "tests" / "cuda_suite"

@@ -66,7 +66,7 @@ ZIG_LIBC_KEPT = {"any-linux-any", "generic-glibc", "generic-musl", "x86-linux-an
 ZIG_DROPPED = ("lib/libc/mingw/", "lib/libc/wasi/", "lib/libc/darwin/", "lib/libc/freebsd/",
                "lib/libc/netbsd/", "lib/libc/openbsd/", "lib/libtsan/", "lib/docs/")
 CUDA_TESTS = ["tests/test_cuda_runtime.py", "tests/test_cuda_backend.py",
-              "example_project/tests/test_cuda_kernels.py"]
+              "tests/test_cuda_thirdparty.py", "example_project/tests/test_cuda_kernels.py"]
 CUDA_KERNELS = "saxpy,stencil2d,matmul_tiled"
 
 
@@ -381,7 +381,8 @@ def install(args: argparse.Namespace) -> int:
 def describe_environment(python: Path, require_gpu: bool) -> int:
     code = (
         "import platform, pytest_r3\n"
-        "from pytest_r3.backends import cuda_runtime, cuda_tools\n"
+        "from pytest_r3.backends.cuda import runtime as cuda_runtime\n"
+        "from pytest_r3.backends.cuda import toolchain as cuda_tools\n"
         "from pytest_r3.backends.clang import find_clang\n"
         "print(f'pytest-r3 from {pytest_r3.__file__} on Python {platform.python_version()}')\n"
         "print(f'clang {find_clang().version}; ptxas {cuda_tools.find_tool(\"ptxas\")}; '\n"
@@ -434,7 +435,7 @@ def expected_runtimes(python: Path) -> set[str]:
     if named:
         return {name.strip() for name in named.split(",") if name.strip()}
     code = ("import json\nfrom importlib import import_module\n"
-            "from pytest_r3.backends.cuda_runtime import RUNTIMES\n"
+            "from pytest_r3.backends.cuda.runtime import RUNTIMES\n"
             "print(json.dumps([n for n, (m, _) in RUNTIMES.items() "
             "if import_module(m).importable()]))")
     found = subprocess.run([str(python), "-c", code], capture_output=True, text=True,

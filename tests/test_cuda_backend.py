@@ -20,9 +20,11 @@ import pytest
 
 import pytest_r3 as r3
 from pytest_r3 import Pipeline
-from pytest_r3.backends import cuda_runtime, cuda_tools, forget_backend, get_backend
+from pytest_r3.backends import forget_backend, get_backend
 from pytest_r3.backends.cuda import CUDABackend, ptx_version
-from pytest_r3.backends.cuda_runtime_pycuda import PycudaDriver
+from pytest_r3.backends.cuda import runtime as cuda_runtime
+from pytest_r3.backends.cuda import toolchain as cuda_tools
+from pytest_r3.backends.cuda.runtime_pycuda import PycudaDriver
 from pytest_r3.errors import KernelFault
 from pytest_r3.model.launch import LaunchConfig, LaunchLimits, cdiv
 from pytest_r3.replay import sandbox

@@ -18,8 +18,8 @@ import pytest
 
 import pytest_r3 as r3
 from pytest_r3 import Pipeline
-from pytest_r3.backends import cuda_tools
 from pytest_r3.backends.cuda import CUDABackend, parse_entry
+from pytest_r3.backends.cuda import toolchain as cuda_tools
 from pytest_r3.errors import CompileError, DeclarationError, EntryNotFoundError
 from pytest_r3.model.source import KernelSource
 from pytest_r3.replay import sandbox
@@ -349,10 +349,14 @@ def test_nvcc_builds_the_same_instance():
 
 # -- what is not provided ------------------------------------------------------------------------
 UNSUPPORTED = {
-    "cooperative groups header": (
+    "grid-wide cooperative groups": (
         "#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n"
-        "__global__ void k(float *x) { cg::this_thread_block().sync(); }",
-        "cooperative groups (<cooperative_groups.h>) is not supported"),
+        "__global__ void k(float *x) { cg::this_grid().sync(); }",
+        "'this_grid' (grid-wide and multi-grid cooperative groups) is not supported"),
+    "cooperative groups beyond tiles": (
+        "#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n"
+        "__global__ void k(float *x) { x[0] = cg::coalesced_threads().size(); }",
+        "'coalesced_threads' (cooperative groups beyond block tiles"),
     "cooperative groups names": (
         "__global__ void k(float *x) { cg::thread_block b = cg::this_thread_block(); }",
         "'cg' (cooperative groups) is not supported"),
@@ -363,8 +367,12 @@ UNSUPPORTED = {
         "'cudaTextureObject_t' (textures and surfaces) is not supported"),
     "a missing intrinsic": ("__global__ void k(float *x) { x[0] = __fsqrt_rx(x[1]); }",
                             "the CUDA intrinsic '__fsqrt_rx' is not supported"),
-    "C++ library header": ("#include <vector>\n__global__ void k(float *x) {}",
-                           "the C++ standard library header <vector> is not supported"),
+    "C++ library in device code": (
+        "#include <vector>\n__global__ void k(float *x) { std::vector<float> v; }",
+        "'std::vector' (host code: the C++ standard library's host side or the CUDA host API) "
+        "in device code is not supported"),
+    "a C++ header nothing provides": ("#include <regex>\n__global__ void k(float *x) {}",
+                                      "the C++ standard library header <regex> is not supported"),
     "std beyond the C library": (
         "#include <cmath>\n__global__ void k(float *x) { x[0] = std::lerp(1.f, 2.f, x[1]); }",
         "std::lerp"),
@@ -374,9 +382,10 @@ UNSUPPORTED = {
     "half without its header": (
         "__global__ void k(__half *x) { x[0] = __float2half(1.0f); }",
         "'__half' (half precision without #include <cuda_fp16.h>) is not supported"),
-    "host API in a kernel file": (
-        "__global__ void k(float *x) {}\nvoid run(float *x) { cudaMalloc(&x, 4); }",
-        "'cudaMalloc' (the CUDA host API; keep host code out of kernel files)"),
+    "host API in a kernel": (
+        "__global__ void k(float *x) { cudaMalloc(&x, 4); }",
+        "'cudaMalloc' (the CUDA host API) in device code or with these arguments is not "
+        "supported"),
 }
 
 
@@ -393,14 +402,13 @@ def test_what_is_not_provided_gets_one_line(backend, case):
     assert caught.value.diagnostics  # clang's own words stay available
 
 
-def test_a_rewrite_reaching_for_cooperative_groups_gets_the_same_line(backend):
+def test_a_rewrite_reaching_for_a_missing_library_gets_the_same_line(backend):
     """Candidates' diagnostics name their file by base name only; so does the one line."""
     original = inline("__global__ void k(float *x) { x[0] = 1.0f; }", "/work/kernels/k.cu")
-    rewrite = original.candidate("#include <cooperative_groups.h>\n" + original.text)
+    rewrite = original.candidate("#include <cub/cub.cuh>\n" + original.text)
     with pytest.raises(CompileError) as caught:
         backend.compile(rewrite, {})
-    assert str(caught.value).startswith("k.cu:1: cooperative groups (<cooperative_groups.h>) "
-                                        "is not supported")
+    assert str(caught.value).startswith("k.cu:1: CUB (<cub/cub.cuh>) is not supported")
     assert "/work/kernels" not in str(caught.value) + caught.value.diagnostics
 
 

@@ -1,4 +1,4 @@
-"""CUDA kernels run on the CPU with CUDA semantics (backends/cuda_emulation.py), against numpy.
+"""CUDA kernels run on the CPU with CUDA semantics (backends/cuda/emulation.py), against numpy.
 
 Every kernel here is real CUDA source compiled by clang for the host against r3_cuda_host.h
 and run by the fiber runtime; emulation is forced on, so these run the same on machines with
@@ -18,7 +18,9 @@ import pytest
 
 import pytest_r3 as r3
 from pytest_r3 import cdiv
-from pytest_r3.backends import cuda_emulation, forget_backend, get_backend
+from pytest_r3.backends import forget_backend, get_backend
+from pytest_r3.backends.cuda import emulation as cuda_emulation
+from pytest_r3.backends.cuda import selection
 from pytest_r3.errors import BackendError, KernelFault
 
 pytestmark = pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
@@ -1093,7 +1095,7 @@ def test_other_architectures_are_refused_in_one_line(tmp_path, monkeypatch):
     with pytest.raises(BackendError, match=r"CUDA emulation runs on x86-64 only \(this machine "
                        r"is aarch64\).*PYTEST_R3_CUDA_EMULATION=0"):
         kernel(32, np.zeros(32, np.float32))
-    assert "x86-64 only" in cuda_emulation.unavailable_reason()
+    assert "x86-64 only" in selection.unavailable_reason()
 
 
 PRINTF_N_CU = """\

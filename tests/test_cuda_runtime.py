@@ -24,8 +24,9 @@ import numpy as np
 import pytest
 
 import pytest_r3 as r3
-from pytest_r3.backends import cuda_runtime, forget_backend, get_backend
-from pytest_r3.backends.cuda_runtime_bindings import BindingsDriver
+from pytest_r3.backends import forget_backend, get_backend
+from pytest_r3.backends.cuda import runtime as cuda_runtime
+from pytest_r3.backends.cuda.runtime_bindings import BindingsDriver
 from pytest_r3.errors import BackendError, KernelFault, MissingExtraError
 from pytest_r3.model.launch import cdiv
 from pytest_r3.model.signature import Param, Signature
@@ -50,7 +51,8 @@ def test_the_runtime_is_chosen_by_the_environment(monkeypatch):
 
 
 def test_unset_the_first_importable_runtime_is_chosen(monkeypatch):
-    from pytest_r3.backends import cuda_runtime_bindings, cuda_runtime_pycuda
+    from pytest_r3.backends.cuda import runtime_bindings as cuda_runtime_bindings
+    from pytest_r3.backends.cuda import runtime_pycuda as cuda_runtime_pycuda
 
     monkeypatch.delenv(cuda_runtime.RUNTIME_ENV, raising=False)
     monkeypatch.setattr(cuda_runtime_bindings, "importable", lambda: False)
@@ -85,7 +87,7 @@ def test_cuda_bindings_imports_and_says_in_one_line_that_there_is_no_gpu():
     """In a child process (the runtime is started once per process): the real package, the
     real driver (or its absence)."""
     code = ("import pytest_r3 as r3, numpy as np\n"
-            "from pytest_r3.backends import cuda_runtime\n"
+            "from pytest_r3.backends.cuda import runtime as cuda_runtime\n"
             "reason = cuda_runtime.unavailable_reason('cuda-bindings')\n"
             "print('REASON', reason)\n"
             "if reason:\n"

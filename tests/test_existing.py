@@ -222,7 +222,7 @@ def _cuda_gemm(name: str, **options):
 
 def test_cuda_file_with_host_code_builds_for_the_device_unchanged(unique_name,
                                                                   cuda_device_backend):
-    from pytest_r3.backends import cuda_tools
+    from pytest_r3.backends.cuda import toolchain as cuda_tools
 
     before = GEMM_CU.read_bytes()
     kernel = _cuda_gemm(unique_name(), defines={**SIZES, "DATA_TYPE_IS_DOUBLE": None})
@@ -242,7 +242,7 @@ def test_cuda_file_with_host_code_builds_for_the_device_unchanged(unique_name,
 
 @pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="nvcc not installed")
 def test_nvcc_builds_the_same_cuda_file_with_its_defines_and_include_dirs(unique_name):
-    from pytest_r3.backends import cuda_tools
+    from pytest_r3.backends.cuda import toolchain as cuda_tools
 
     kernel = _cuda_gemm(unique_name(), defines=SIZES)
     ptx = cuda_tools.nvcc_ptx(kernel.source, {}, "sm_80")
@@ -250,7 +250,7 @@ def test_nvcc_builds_the_same_cuda_file_with_its_defines_and_include_dirs(unique
 
 
 def test_cuda_file_with_host_code_launches_where_a_gpu_is(unique_name):
-    from pytest_r3.backends.cuda_runtime import unavailable_reason
+    from pytest_r3.backends.cuda.runtime import unavailable_reason
 
     reason = unavailable_reason()
     if reason is not None:

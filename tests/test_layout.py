@@ -108,3 +108,13 @@ def test_module_level_imports_form_no_cycle():
     for module in sorted(graph):
         if module not in state:
             visit(module, [module])
+
+
+def test_no_two_modules_import_each_other():
+    """Not even through an import inside a function: two modules that need each other are
+    one concern split badly (the CUDA device build and its emulation once did)."""
+    modules = _modules()
+    edges = {(module, target) for module, path in modules.items()
+             for target, _ in _imports(module, path, modules)
+             if target in modules and target != module}
+    assert sorted({tuple(sorted(e)) for e in edges if e[::-1] in edges}) == []

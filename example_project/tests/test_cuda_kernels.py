@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from exampleproj.cuda import matmul_tiled, saxpy, stencil2d
 
-from pytest_r3.backends.cuda_emulation import unavailable_reason
+from pytest_r3.backends.cuda import unavailable_reason
 
 CUDA_MISSING = unavailable_reason()
 pytestmark = pytest.mark.skipif(CUDA_MISSING is not None,

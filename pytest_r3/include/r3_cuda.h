@@ -319,6 +319,14 @@ extern "C" __device__ int printf(const char *format, ...);
 extern "C" __device__ void __assertfail(const char *message, const char *file,
                                         unsigned int line, const char *function,
                                         __r3_size_t char_size);
+/* what assert() calls: __assertfail on the device; host code beside the kernels (a
+   project's utilities) asserts too, and is parsed but never built here */
+static __host__ __device__ __forceinline__ void __r3_assert_fail(
+    const char *message, const char *file, unsigned int line, const char *function) {
+#ifdef __CUDA_ARCH__
+  __assertfail(message, file, line, function, 1);
+#endif
+}
 __R3_DEVICE void __trap() { __builtin_trap(); }
 __R3_DEVICE void __brkpt() { __builtin_debugtrap(); }
 

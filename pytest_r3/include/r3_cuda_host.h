@@ -25,6 +25,8 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h> /* abs, labs, llabs: the C library's, as kernels and host code expect */
+#include <string.h> /* memcpy, memset: device code has them without an include, as under nvcc */
 
 #define __global__
 #define __device__
@@ -194,6 +196,16 @@ __R3_HOST unsigned int atomicDec(unsigned int *a, unsigned int limit) {
 
 /* loads through the read-only cache */
 template <typename T> __R3_HOST T __ldg(const T *p) { return *p; }
+/* cache-hinted loads and stores: plain accesses on the host */
+template <typename T> __R3_HOST T __ldcg(const T *p) { return *p; }
+template <typename T> __R3_HOST T __ldca(const T *p) { return *p; }
+template <typename T> __R3_HOST T __ldcs(const T *p) { return *p; }
+template <typename T> __R3_HOST T __ldlu(const T *p) { return *p; }
+template <typename T> __R3_HOST T __ldcv(const T *p) { return *p; }
+template <typename T> __R3_HOST void __stcg(T *p, T v) { *p = v; }
+template <typename T> __R3_HOST void __stcs(T *p, T v) { *p = v; }
+template <typename T> __R3_HOST void __stwb(T *p, T v) { *p = v; }
+template <typename T> __R3_HOST void __stwt(T *p, T v) { *p = v; }
 
 /* math: the host's libm, plus the float overloads and intrinsics CUDA provides */
 #define __R3_FLOAT_1(name)                                                                 \
@@ -244,21 +256,23 @@ __R3_HOST float __int_as_float(int x) { return __builtin_bit_cast(float, x); }
 __R3_HOST float __uint_as_float(unsigned int x) { return __builtin_bit_cast(float, x); }
 __R3_HOST long long __double_as_longlong(double x) { return __builtin_bit_cast(long long, x); }
 __R3_HOST double __longlong_as_double(long long x) { return __builtin_bit_cast(double, x); }
-__R3_HOST int min(int a, int b) { return a < b ? a : b; }
-__R3_HOST int max(int a, int b) { return a > b ? a : b; }
-__R3_HOST unsigned int min(unsigned int a, unsigned int b) { return a < b ? a : b; }
-__R3_HOST unsigned int max(unsigned int a, unsigned int b) { return a > b ? a : b; }
-__R3_HOST long long min(long long a, long long b) { return a < b ? a : b; }
-__R3_HOST long long max(long long a, long long b) { return a > b ? a : b; }
-__R3_HOST unsigned long long min(unsigned long long a, unsigned long long b) {
-  return a < b ? a : b; }
-__R3_HOST unsigned long long max(unsigned long long a, unsigned long long b) {
-  return a > b ? a : b; }
+/* min, max: CUDA's overloads, mixed signed/unsigned pairs giving the unsigned type */
+#define __R3_MINMAX(result, a_type, b_type)                                                \
+  __R3_HOST result min(a_type a, b_type b) {                                               \
+    return (result)a < (result)b ? (result)a : (result)b; }                                \
+  __R3_HOST result max(a_type a, b_type b) {                                               \
+    return (result)a > (result)b ? (result)a : (result)b; }
+#define __R3_MINMAX_SIGNS(s, u)                                                            \
+  __R3_MINMAX(s, s, s) __R3_MINMAX(u, u, u) __R3_MINMAX(u, s, u) __R3_MINMAX(u, u, s)
+__R3_MINMAX_SIGNS(int, unsigned int)
+__R3_MINMAX_SIGNS(long, unsigned long)
+__R3_MINMAX_SIGNS(long long, unsigned long long)
+#undef __R3_MINMAX_SIGNS
+#undef __R3_MINMAX
 __R3_HOST float min(float a, float b) { return fminf(a, b); }
 __R3_HOST float max(float a, float b) { return fmaxf(a, b); }
 __R3_HOST double min(double a, double b) { return fmin(a, b); }
 __R3_HOST double max(double a, double b) { return fmax(a, b); }
-__R3_HOST int abs(int x) { return x < 0 ? -x : x; }
 __R3_HOST int __popc(unsigned int x) { return __builtin_popcount(x); }
 __R3_HOST int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
 __R3_HOST int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned int)x); }

@@ -27,7 +27,7 @@
 typedef struct { unsigned int x, y, z; } r3_uint3;
 typedef struct { r3_uint3 thread_idx, block_idx, block_dim, grid_dim; } r3_state;
 
-/* what Python passes to __r3_cuda_launch (keep in step with cuda_emulation.py) */
+/* what Python passes to __r3_cuda_launch (keep in step with backends/cuda/emulation_launch.py) */
 typedef struct {
   unsigned int grid[3];
   unsigned int block[3];

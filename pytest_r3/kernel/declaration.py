@@ -12,7 +12,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..backends.compile_cache import trusted_build, untrusted_build
 from ..errors import DeclarationError
@@ -327,7 +327,7 @@ def kernel(
     frame = sys._getframe(1)
     declaring_file = frame.f_globals.get("__file__")
     declared_at = f"{declaring_file or '<unknown>'}:{frame.f_lineno}"
-    from ..backends.cuda_tools import default_name, is_entry_name  # CUDA: also templates
+    from ..backends.cuda.toolchain import default_name, is_entry_name  # CUDA: also templates
 
     if not isinstance(entry, str) or not (entry.isidentifier() or (
             backend == "cuda" and is_entry_name(entry))):
@@ -336,7 +336,8 @@ def kernel(
                                "instance such as 'scale_tiles<16, float>')")
     name = name or default_name(entry)  # a file name too: "scale_tiles<16, float>" is not
     where = f"kernel {name!r} (declared at {declared_at})"
-    kernel_source = load_source(source, declaring_file, where, defines, include_dirs)
+    kernel_source = replace(load_source(source, declaring_file, where, defines, include_dirs),
+                            entry=entry)
     clash = sorted(set(dict(kernel_source.defines)) & set(tune or ()))
     if clash:
         raise DeclarationError(f"{where}: {', '.join(clash)} is both in defines= (fixed) and "

@@ -136,6 +136,12 @@ def _members(metadata: dict[str, str], node: str, where: str) -> tuple[str, int,
         member = metadata[ref]  # C++ structs also list their constructors and methods
         if _field(member, "tag") != "DW_TAG_member" or "DIFlagStaticMember" in member:
             continue
+        nested = _struct_of(metadata, _field(member, "baseType"))
+        if nested is not None:  # __half2 {__half x, y;}: a struct of structs of one number
+            dtype, members, _ = _members(metadata, nested, where)
+            dtypes.add(dtype)
+            count += members
+            continue
         count += 1
         inner = _resolve(metadata, _field(member, "baseType"), where)
         if inner.pointer or inner.inner or inner.components != 1:
@@ -153,6 +159,19 @@ def _members(metadata: dict[str, str], node: str, where: str) -> tuple[str, int,
         raise DeclarationError(f"{where}: struct {name!r} has padding between or after its "
                                "members, so it is not an array of numbers")
     return dtype, count, name
+
+
+def _struct_of(metadata: dict[str, str], ref: str | None) -> str | None:
+    """The struct node a member's type names, through typedefs and qualifiers, or None."""
+    while ref is not None and ref != "null":
+        node = metadata[ref]
+        tag = _field(node, "tag")
+        if tag == "DW_TAG_structure_type":
+            return node
+        if tag not in ("DW_TAG_typedef", "DW_TAG_const_type", "DW_TAG_volatile_type"):
+            return None
+        ref = _field(node, "baseType")
+    return None
 
 
 def _resolve(metadata: dict[str, str], ref: str | None, where: str) -> _Type:

@@ -29,6 +29,9 @@ class KernelSource:
     # fixed configuration declared with the kernel (defines=, include_dirs=): never tuned
     defines: tuple[tuple[str, object], ...] = ()
     declared_include_dirs: tuple[str, ...] = ()  # as declared, for the hash
+    # the kernel this text is compiled for: a CUDA build sets aside what it cannot reach
+    # (host code, other kernels); not part of the hash, the file is the same
+    entry: str | None = None
 
     @property
     def hash(self) -> str:

@@ -255,7 +255,7 @@ def _choose_cuda_emulation(config: pytest.Config) -> None:
     auto leaves the environment variable, if any, to decide. --r3-cuda-racecheck sets
     PYTEST_R3_CUDA_RACECHECK."""
     from ..backends import forget_backend
-    from ..backends.cuda_emulation import EMULATION_ENV, RACECHECK_ENV
+    from ..backends.cuda.emulation import EMULATION_ENV, RACECHECK_ENV
 
     if options.value(config, "r3_cuda_racecheck"):
         os.environ[RACECHECK_ENV] = "1"

@@ -46,7 +46,8 @@ class CandidateCompiler:
             "memory_sections": getattr(backend, "sandbox_sections", frozenset())}
         self.source = KernelSource(spec.source_text, spec.filename,
                                    include_dirs=tuple(spec.include_dirs),
-                                   defines=tuple(tuple(d) for d in spec.defines))
+                                   defines=tuple(tuple(d) for d in spec.defines),
+                                   entry=spec.entry)
         self.baseline_ir = self._clang(self.source, {})
         with _llvm_lock:
             module = self._reachable(self.baseline_ir)

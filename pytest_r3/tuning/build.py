@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..backends.clang import without_linker_keep
 from ..backends.compile_cache import trusted_build, untrusted_build
 from ..errors import CompileError, DeclarationError, EntryNotFoundError, R3Error
 from ..outputs import write_text_atomic
@@ -118,8 +119,7 @@ def _result(kernel, variant, target: str) -> BuildResult:
 
 
 def _build_cuda(kernel, variant, out_dir: Path, target: str | None) -> BuildResult:
-    from ..backends import cuda_tools
-    from ..backends.cuda import CUDABackend
+    from ..backends.cuda import CUDABackend, toolchain
 
     backend = CUDABackend(target) if target else kernel.backend
     arch = backend.arch
@@ -134,16 +134,16 @@ def _build_cuda(kernel, variant, out_dir: Path, target: str | None) -> BuildResu
     if ptx.diagnostics.get("ptxas") != "ok":
         result.notes.append("ptxas is not installed: the PTX was not assembled, so there "
                             "are no register or spill figures (install the CUDA toolkit)")
-    if cuda_tools.find_tool("nvcc") is None:
+    if toolchain.find_tool("nvcc") is None:
         result.notes.append("nvcc is not installed: no vendor figures to compare with")
         return result
     try:
-        theirs = cuda_tools.nvcc_ptx(source, variant.macro_dict, arch)
-        symbol = cuda_tools.match_symbol(cuda_tools.ptx_entries(theirs), kernel.entry,
+        theirs = toolchain.nvcc_ptx(source, variant.macro_dict, arch)
+        symbol = toolchain.match_symbol(toolchain.ptx_entries(theirs), kernel.entry,
                                          kernel.where)
         result.files["nvcc ptx"] = str(write_text_atomic(stem.with_suffix(".nvcc.ptx"),
                                                          theirs))
-        info = cuda_tools.ptxas_info(theirs, arch)
+        info = toolchain.ptxas_info(theirs, arch)
         if info is not None:
             result.figures["nvcc"] = info.get(symbol, {})
     except R3Error as exc:  # nvcc's opinion is informative: ours built, so the build stands
@@ -159,10 +159,13 @@ def _build_cpu(kernel, variant, out_dir: Path) -> BuildResult:
     stem = out_dir / variant_label(kernel, variant, "host")
     ir = backend.compile(kernel.source_for(variant), variant.macro_dict)
     where = kernel.where
-    module = backend.parse(variant.pipeline.prepare_ir(ir), where)
+    module = backend.parse(without_linker_keep(variant.pipeline.prepare_ir(ir)), where)
     if not any(f.name == kernel.entry and not f.is_declaration for f in module.functions):
         raise EntryNotFoundError(f"{where}: entry symbol {kernel.entry!r} is not defined")
     machine = backend.target_machine()
+    # the entry and what it reaches, as a replay loads it: not main, not unused helpers, and
+    # a static entry is kept although nothing in the file calls it
+    backend.reachable(module, kernel.entry, where)
     variant.pipeline.run(module, machine)
     optimised = str(module)
     try:

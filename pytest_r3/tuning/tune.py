@@ -31,7 +31,7 @@ def tune_kernel(kernel, tuning: Tuning, lock_path) -> KernelReport:
     settings = tuning.settings
     target = kernel.backend.target_name()
     row = KernelReport(kernel.name, target, "baseline kept", optimizer=settings.optimizer)
-    if getattr(kernel.backend, "emulated", False):  # see backends/cuda_emulation.py
+    if getattr(kernel.backend, "emulated", False):  # see backends/cuda/emulation.py
         row.status = "not tuned"
         row.notes.append("CUDA runs in emulation on the CPU here: its timings say nothing "
                          "about a GPU, so nothing is ranked and no lock entry is written")

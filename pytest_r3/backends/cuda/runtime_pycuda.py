@@ -1,4 +1,4 @@
-"""The pycuda runtime: :class:`~pytest_r3.backends.cuda_runtime.Driver` over ``pycuda.driver``.
+"""The pycuda runtime: :class:`~pytest_r3.backends.cuda.runtime.Driver` over ``pycuda.driver``.
 
 pycuda builds from source against a CUDA toolkit (``pip install "pytest-r3[pycuda]"``);
 choose it with ``PYTEST_R3_CUDA_RUNTIME=pycuda`` where it is installed.
@@ -11,7 +11,7 @@ import importlib.util
 
 import numpy as np
 
-from .cuda_runtime import DEVICE_ENV, Driver, DriverError, no_gpu_error
+from .runtime import DEVICE_ENV, Driver, DriverError, no_gpu_error
 
 PACKAGE = "pycuda"
 _ATTRIBUTES = {"max_threads": "MAX_THREADS_PER_BLOCK", "registers": "NUM_REGS"}

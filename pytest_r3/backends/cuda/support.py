@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 
-from ..errors import CompileError
-from .cuda_tools import INSTANCE_FILE
+from ...errors import CompileError
+from .toolchain import INSTANCE_FILE
 
 DOCS = "docs/cuda.md (section 'What CUDA C is supported')"
 
@@ -33,8 +33,13 @@ _LIBRARY_HEADERS = [
 ]
 # undeclared names: what they belong to
 _LIBRARY_NAMES = [
-    (r"cooperative_groups|cg|this_thread_block|this_grid|tiled_partition|grid_group"
-     r"|thread_block(?:_tile)?|coalesced_group", "cooperative groups"),
+    (r"this_grid|grid_group|this_multi_grid|multi_grid_group",
+     "grid-wide and multi-grid cooperative groups"),
+    (r"coalesced_threads|coalesced_group|thread_group|binary_partition|labeled_partition"
+     r"|memcpy_async|wait|wait_prior|inclusive_scan|exclusive_scan|invoke_one\w*",
+     "cooperative groups beyond block tiles (see the supported subset)"),
+    (r"cooperative_groups|cg|this_thread_block|tiled_partition"
+     r"|thread_block(?:_tile)?", "cooperative groups"),
     (r"cub", "CUB"),
     (r"thrust", "Thrust"),
     (r"nvcuda|wmma|fragment|load_matrix_sync|store_matrix_sync|mma_sync",
@@ -49,8 +54,8 @@ _LIBRARY_NAMES = [
      "textures and surfaces"),
     (r"__pipeline_\w+|memcpy_async|__cvta_\w+", "asynchronous copies (memcpy_async, pipelines)"),
     (r"curand\w*", "the cuRAND device API"),
-    (r"cuda[A-Z]\w*|CUDA_\w+|cu[A-Z]\w*", "the CUDA host API; keep host code out of kernel "
-     "files"),
+    (r"cuda[A-Z]\w*|CUDA_\w+|cu[A-Z]\w*", "the CUDA host API, which pytest-r3 declares for "
+     "the host code beside kernels; not this name"),
     (r"malloc|free|new|delete", "dynamic allocation in device code"),
 ]
 _CXX_HEADER = re.compile(r"[a-z_]+")  # <vector>, <algorithm>, <type_traits>...
@@ -61,12 +66,20 @@ _UNDECLARED = re.compile(
     r"^(?P<where>[^\n]*?:\d+):\d+: error: (?:use of undeclared identifier|unknown type name"
     r"|no template named|use of undeclared label|unknown namespace) '(?P<name>[\w:]+)'",
     re.MULTILINE)
+_NO_GROUPS_MEMBER = re.compile(
+    r"^(?P<where>[^\n]*?:\d+):\d+: error: no (?:member|type|template) named '(?P<name>\w+)' "
+    r"in (?:namespace 'cooperative_groups'|'cooperative_groups::[^']*')", re.MULTILINE)
 _NO_STD_MEMBER = re.compile(
     r"^(?P<where>[^\n]*?:\d+):\d+: error: no (?:member|type|template) named '(?P<name>\w+)' "
     r"in namespace 'std'", re.MULTILINE)
 _NO_OVERLOAD = re.compile(
     r"^(?P<where>[^\n]*?:\d+):\d+: error: no matching function for call to "
-    r"'(?P<name>(?:atomic|__)\w+)'", re.MULTILINE)
+    r"'(?P<name>(?:atomic|__|cuda[A-Z])\w+)'", re.MULTILINE)
+# host code reached from device code: the standard library's host side, the runtime API
+_HOST_IN_DEVICE = re.compile(
+    r"^(?P<where>[^\n]*?:\d+):\d+: error: (?:reference to __host__ (?:variable|function) "
+    r"'(?P<name>\w+)' in __(?:global|device)__ function|implicit instantiation of undefined "
+    r"template 'std::(?P<template>\w+))", re.MULTILINE)
 
 
 def explain(error: CompileError, filename: str) -> CompileError:
@@ -102,13 +115,26 @@ def unsupported(diagnostics: str) -> str | None:
         what = _name_feature(match["name"])
         if what:
             candidates.append((match.start(), match["where"], what))
+    for match in _NO_GROUPS_MEMBER.finditer(diagnostics):
+        what = _name_feature(match["name"]) or "this part of cooperative groups"
+        if not what.startswith("'"):
+            what = f"'{match['name']}' ({what})"
+        candidates.append((match.start(), match["where"], what))
     for match in _NO_STD_MEMBER.finditer(diagnostics):
         candidates.append((match.start(), match["where"],
                            f"std::{match['name']} (device code gets the C library parts of "
                            "<cmath>, <cstdint>, <cstdio>... only)"))
     for match in _NO_OVERLOAD.finditer(diagnostics):
+        host = match["name"].startswith("cuda")
         candidates.append((match.start(), match["where"],
-                           f"{match['name']} with these argument types"))
+                           f"'{match['name']}' (the CUDA host API) in device code or with "
+                           "these arguments" if host
+                           else f"{match['name']} with these argument types"))
+    for match in _HOST_IN_DEVICE.finditer(diagnostics):
+        name = match["name"] or f"std::{match['template'].removeprefix('basic_')}"
+        candidates.append((match.start(), match["where"],
+                           f"'{name}' (host code: the C++ standard library's host side or "
+                           "the CUDA host API) in device code"))
     if not candidates:
         return None
     _, where, what = min(candidates)

@@ -1,4 +1,4 @@
-"""The cuda-bindings runtime: :class:`~pytest_r3.backends.cuda_runtime.Driver` over NVIDIA's
+"""The cuda-bindings runtime: :class:`~pytest_r3.backends.cuda.runtime.Driver` over NVIDIA's
 ``cuda.bindings.driver``, the default.
 
 cuda-bindings ships binary wheels, imports without a GPU and needs no toolkit
@@ -16,7 +16,7 @@ import importlib.util
 
 import numpy as np
 
-from .cuda_runtime import (
+from .runtime import (
     DEVICE_ENV,
     Driver,
     DriverError,

@@ -5,12 +5,12 @@ the device side with ``-nocudainc -nocudalib`` and pytest-r3's own headers: ``r3
 in front of every kernel supplies ``__global__``, ``threadIdx``, vector types, warp
 functions, atomics, intrinsics and math on top of clang's NVVM builtins, and
 ``include/cuda_device/`` answers the includes device code makes (``cuda_fp16.h``,
-``<cstdio>``...); what they lack is reported in one line (``cuda_support``). llvmlite
+``<cstdio>``...); what they lack is reported in one line (``support``). llvmlite
 optimises the IR with the same :class:`~pytest_r3.Pipeline` as CPU kernels and emits PTX.
 Where NVIDIA's tools are installed, ``ptxas -v`` checks every PTX and reports registers
-and spills, and libdevice supplies accurate math (see ``cuda_tools``).
+and spills, and libdevice supplies accurate math (see ``toolchain``).
 Running needs a GPU and a CUDA runtime (cuda-bindings, ``pip install "pytest-r3[cuda]"``, or
-pycuda; see ``cuda_runtime``), imported on first launch.
+pycuda; see ``runtime``), imported on first launch.
 
 The GPU architecture is ``$PYTEST_R3_CUDA_ARCH`` (``sm_90``...), else the GPU's own when
 the CUDA runtime can see one, else ``sm_80``.
@@ -26,17 +26,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import CompileError, DeclarationError, ToolchainError
-from ..model.bounds import with_declared_bounds
-from ..model.launch import LaunchConfig, LaunchLimits
-from ..model.pipeline import Pipeline
-from ..model.signature import Signature, read_signature
-from ..model.source import KernelSource
-from . import clang as toolchain
-from . import cuda_support, cuda_tools
-from .base import Backend, Launcher
-from .candidate_text import display_name
-from .hookspecs import hookimpl
+from ...errors import CompileError, DeclarationError, ToolchainError
+from ...model.bounds import with_declared_bounds
+from ...model.launch import LaunchConfig, LaunchLimits
+from ...model.pipeline import Pipeline
+from ...model.signature import Signature, read_signature
+from ...model.source import KernelSource
+from .. import clang
+from ..base import Backend, Launcher
+from ..candidate_text import display_name
+from . import reach, support, toolchain
 
 ARCH_ENV = "PYTEST_R3_CUDA_ARCH"
 DEFAULT_ARCH = "sm_80"
@@ -105,13 +104,17 @@ class CUDABackend(Backend):
         return f"cuda-{arch}" + (f"-{slug}" if slug else "")
 
     def clang_flags(self, libdevice: bool) -> tuple[str, ...]:
-        """Device-only CUDA without CUDA's headers: r3_cuda.h in front of every kernel, and
-        the forwarding headers (<cstdio>, cuda_fp16.h...) ahead of the C library's."""
+        """Device-only CUDA without CUDA's headers: r3_cuda.h and <cuda_runtime.h> in front of
+        every kernel, the forwarding headers (<cstdio>, cuda_fp16.h...) ahead of the C
+        library's, then the declarations host code includes (host_only/)."""
         return (
             "--cuda-device-only", "-nocudainc", "-nocudalib", f"--cuda-gpu-arch={self.arch}",
             f"--cuda-feature=+ptx{ptx_version(self.arch)}", "-Wno-unknown-cuda-version",
-            "-fdeclspec", "-I", str(cuda_tools.HEADER.parent),
-            "-I", str(cuda_tools.DEVICE_HEADERS), "-include", str(cuda_tools.HEADER),
+            "-fdeclspec", "-I", str(toolchain.HEADER.parent),
+            "-I", str(toolchain.DEVICE_HEADERS), "-I", str(toolchain.HOST_ONLY_HEADERS),
+            "-include", str(toolchain.HEADER),
+            # as under nvcc, <cuda_runtime.h> is there without an #include
+            "-include", str(toolchain.DEVICE_HEADERS / "cuda_runtime.h"),
             *(["-DR3_LIBDEVICE=1"] if libdevice else []),
         )
 
@@ -132,40 +135,40 @@ class CUDABackend(Backend):
         # clang keeps only line tables for optimised NVPTX code; ask cc1 for variables too
         debug = ("-Xclang", "-debug-info-kind=constructor") if debug_info else ()
         instances = sorted(self._instances.get(source.filename, ()))
-        text = source.text + cuda_tools.instantiation_text(*instances)
+        text = reach.entry_text(source, instances) + toolchain.instantiation_text(*instances)
         try:
-            return toolchain.compile_to_ir(
+            return clang.compile_to_ir(
                 text, filename=source.filename, macros=macros,
-                target_flags=self.clang_flags(cuda_tools.find_libdevice() is not None),
+                target_flags=self.clang_flags(toolchain.find_libdevice() is not None),
                 language=self.language, include_dirs=source.include_dirs,
                 extra_flags=(*debug, *source.flags), debug_info=debug_info,
                 untrusted=source.untrusted, preprocess_only=preprocess_only)
         except CompileError as exc:
-            raise cuda_support.explain(exc, _shown_name(source)) from None
+            raise support.explain(exc, _shown_name(source)) from None
 
     def parse(self, ir: str, where: str):
         _initialize_nvptx()
-        return toolchain.parse_ir(ir, where)
+        return clang.parse_ir(ir, where)
 
     def reachable(self, module, entry: str, where: str):
         """``module`` reduced to kernel ``entry`` and what it reaches (clang.keep_reachable);
         host code never reaches device IR, but unused device functions do."""
-        symbol = cuda_tools.match_symbol(_KERNEL_DEFINE.findall(str(module)), entry, where)
-        toolchain.keep_reachable(module, symbol, self.target_machine())
+        symbol = toolchain.match_symbol(_KERNEL_DEFINE.findall(str(module)), entry, where)
+        clang.keep_reachable(module, symbol, self.target_machine())
         return module
 
     def inspect(self, source: KernelSource, entry: str, macros: Mapping[str, object],
                 kernel_name: str = "") -> Signature:
         where = f"kernel {kernel_name or entry!r} ({source.filename})"
         try:
-            if cuda_tools.parse_entry(entry).arguments is not None:
+            if toolchain.parse_entry(entry).arguments is not None:
                 self._instances.setdefault(source.filename, set()).add(entry)
         except DeclarationError as exc:
             raise DeclarationError(f"{where}: {exc}") from None
         debug_ir = self.compile(source, macros, debug_info=True)
-        symbol = cuda_tools.match_symbol(_KERNEL_DEFINE.findall(debug_ir), entry, where)
-        module = self.parse(toolchain.without_linker_keep(debug_ir), where)
-        toolchain.keep_reachable(module, symbol, self.target_machine())
+        symbol = toolchain.match_symbol(_KERNEL_DEFINE.findall(debug_ir), entry, where)
+        module = self.parse(clang.without_linker_keep(debug_ir), where)
+        clang.keep_reachable(module, symbol, self.target_machine())
         debug_ir = str(module)
         Pipeline().run(module, self.target_machine())
         signature = read_signature(debug_ir, symbol, module.get_function(symbol), where=where)
@@ -185,9 +188,9 @@ class CUDABackend(Backend):
 
         where = f"kernel {kernel_name or entry!r}"
         prepared = pipeline.prepare_ir(ir)
-        symbol = cuda_tools.match_symbol(_KERNEL_DEFINE.findall(prepared), entry, where)
-        module = self.parse(toolchain.without_linker_keep(prepared), where)
-        toolchain.keep_reachable(module, symbol, self.target_machine())  # a static one too
+        symbol = toolchain.match_symbol(_KERNEL_DEFINE.findall(prepared), entry, where)
+        module = self.parse(clang.without_linker_keep(prepared), where)
+        clang.keep_reachable(module, symbol, self.target_machine())  # a static one too
         libdevice = any(f.is_declaration and f.name.startswith("__nv_")
                         for f in module.functions)
         if libdevice:
@@ -208,7 +211,7 @@ class CUDABackend(Backend):
         except RuntimeError as exc:
             raise CompileError(f"{where}: LLVM could not generate PTX: {exc}", str(exc)) from exc
         build = PTXBuild(ptx, symbol, self.arch, optimised_ir, libdevice)
-        info = cuda_tools.ptxas_info(ptx, self.arch)
+        info = toolchain.ptxas_info(ptx, self.arch)
         if info is None:
             build.diagnostics = {"ptxas": "not installed: PTX not assembled ahead of loading"}
         else:
@@ -227,21 +230,21 @@ class CUDABackend(Backend):
                  launch: LaunchConfig | None, tunables: Mapping[str, object],
                  kernel_name: str, build: PTXBuild | None = None) -> Launcher:
         """A launcher for PTX from anywhere (ours, or nvcc's for the vendor baseline)."""
-        from . import cuda_runtime
+        from . import runtime
 
         if launch is None:
             raise DeclarationError(f"kernel {kernel_name!r} was declared without launch=: its "
                                    "signature and PTX can be read, but a launch needs its grid "
                                    "and block; add launch= to r3.kernel (see docs/cuda.md)")
-        return cuda_runtime.runtime().launcher(ptx, symbol, signature, launch, dict(tunables),
+        return runtime.runtime().launcher(ptx, symbol, signature, launch, dict(tunables),
                                                self.launch_limits, kernel_name, build)
 
     def vendor_launcher(self, kernel, variant=None) -> Launcher:
         """``kernel``'s variant (baseline by default) built by nvcc instead of clang/LLVM."""
         variant = variant or kernel.baseline
-        ptx = cuda_tools.nvcc_ptx(kernel.source_for(variant), variant.macro_dict, self.arch,
+        ptx = toolchain.nvcc_ptx(kernel.source_for(variant), variant.macro_dict, self.arch,
                                   entry=kernel.entry)
-        symbol = cuda_tools.match_symbol(cuda_tools.ptx_entries(ptx), kernel.entry,
+        symbol = toolchain.match_symbol(toolchain.ptx_entries(ptx), kernel.entry,
                                          kernel.where)
         return self.load_ptx(ptx, symbol, kernel.signature, kernel.launch,
                              variant.macro_dict, kernel.name)
@@ -255,15 +258,15 @@ class CUDABackend(Backend):
     def to_host(self, value: object) -> object:
         if isinstance(value, np.ndarray) or not _on_device(value):
             return np.array(value, copy=True)
-        from . import cuda_runtime
+        from . import runtime
 
-        return cuda_runtime.runtime().to_host(value)
+        return runtime.runtime().to_host(value)
 
 
-def parse_entry(entry: str) -> cuda_tools.EntryName:
+def parse_entry(entry: str) -> toolchain.EntryName:
     """A CUDA kernel's entry= (a name, or a template instance such as
     ``"scale_tiles<16, float>"``), checked; DeclarationError says what is wrong."""
-    return cuda_tools.parse_entry(entry)
+    return toolchain.parse_entry(entry)
 
 
 def _shown_name(source: KernelSource) -> str:
@@ -271,7 +274,7 @@ def _shown_name(source: KernelSource) -> str:
 
 
 def _on_device(value: object) -> bool:
-    from .cuda_runtime import is_device_array
+    from .runtime import is_device_array
 
     return is_device_array(value)
 
@@ -286,19 +289,19 @@ def _initialize_nvptx() -> None:
 
 def _device_arch() -> str | None:
     """The GPU's architecture when a CUDA runtime is installed and sees one, else None."""
-    from . import cuda_runtime
+    from . import runtime
 
     try:
-        return cuda_runtime.runtime().arch
+        return runtime.runtime().arch
     except Exception:  # no runtime, no driver, no GPU: compile for the default
         return None
 
 
 def _device_name() -> str | None:
-    from . import cuda_runtime
+    from . import runtime
 
     try:
-        return cuda_runtime.runtime().device_name
+        return runtime.runtime().device_name
     except Exception:
         return None
 
@@ -312,24 +315,10 @@ def _libdevice_bitcode(path: str) -> bytes:
 def _libdevice_module(triple: str, data_layout: str):
     import llvmlite.binding as llvm
 
-    path = cuda_tools.find_libdevice()
+    path = toolchain.find_libdevice()
     if path is None:  # only reachable if the file vanished since compiling
         raise ToolchainError("the kernel calls libdevice (__nv_*) functions but libdevice "
-                             f"is not installed; set {cuda_tools.LIBDEVICE_ENV}")
+                             f"is not installed; set {toolchain.LIBDEVICE_ENV}")
     library = llvm.parse_bitcode(_libdevice_bitcode(str(path)))
     library.triple, library.data_layout = triple, data_layout
     return library
-
-
-@hookimpl
-def pytest_r3_backend_names() -> list[str]:
-    return ["cuda"]
-
-
-@hookimpl(tryfirst=True)
-def pytest_r3_make_backend(name: str):
-    if name != "cuda":
-        return None
-    from . import cuda_emulation  # without a usable GPU, kernels run on the CPU
-
-    return cuda_emulation.cuda_backend()

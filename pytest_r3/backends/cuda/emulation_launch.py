@@ -1,4 +1,4 @@
-"""Launching an emulated CUDA kernel (see cuda_emulation.py): its arguments copied into
+"""Launching an emulated CUDA kernel (see emulation.py): its arguments copied into
 guarded buffers, the launch described to the runtime, failures and out-of-bounds writes
 turned into KernelFault."""
 
@@ -12,11 +12,11 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import DeclarationError, KernelFault, LaunchError
-from ..model.arguments import GUARD_BYTES, converters
-from ..model.launch import Launch, LaunchConfig
-from ..model.signature import Signature
-from .base import Launcher
+from ...errors import DeclarationError, KernelFault, LaunchError
+from ...model.arguments import GUARD_BYTES, converters
+from ...model.launch import Launch, LaunchConfig
+from ...model.signature import Signature
+from ..base import Launcher
 
 STACK_ENV = "PYTEST_R3_CUDA_EMULATION_STACK"
 DEFAULT_STACK = 128 * 1024

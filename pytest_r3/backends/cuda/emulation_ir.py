@@ -1,4 +1,4 @@
-"""The host IR of an emulated CUDA kernel (see cuda_emulation.py), as text: the source as
+"""The host IR of an emulated CUDA kernel (see emulation.py), as text: the source as
 the host compile reads it, the runtime that travels with every kernel's IR, the generated
 body that calls the kernel for one thread, and the race check's instrumentation."""
 
@@ -10,10 +10,10 @@ import re
 import zlib
 from pathlib import Path
 
-from ..errors import CompileError, ToolchainError
-from . import clang as toolchain
+from ...errors import CompileError, ToolchainError
+from .. import clang
 
-INCLUDE = Path(__file__).resolve().parent.parent / "include"
+INCLUDE = Path(__file__).resolve().parent.parent.parent / "include"
 HEADER = INCLUDE / "r3_cuda_host.h"
 SHIMS = INCLUDE / "r3_cuda_host"  # <cstdio>, <cmath>, <cassert>, <cuda_runtime.h>... as C
 RUNTIME = INCLUDE / "r3_cuda_host_runtime.c"
@@ -188,6 +188,6 @@ def _runtime_ir() -> str:
     except OSError as exc:
         raise ToolchainError(f"the CUDA emulation runtime {RUNTIME} is missing ({exc}); "
                              "reinstall pytest-r3") from exc
-    return toolchain.compile_to_ir(text, filename=str(RUNTIME),
-                                   target_flags=toolchain.host_target().clang_flags(),
+    return clang.compile_to_ir(text, filename=str(RUNTIME),
+                                   target_flags=clang.host_target().clang_flags(),
                                    language="c")

@@ -13,8 +13,8 @@ emulated kernels with one line, and the replay verifies their candidates untimed
 chosen when no GPU is usable, or forced on or off with ``PYTEST_R3_CUDA_EMULATION=1``/``0``
 (the ``r3_cuda_emulation`` setting). x86-64 only: the fiber switch is written for it.
 
-This module chooses and compiles; ``cuda_emulation_ir`` writes the host IR around the
-kernel, ``cuda_emulation_launch`` runs it.
+This module compiles and loads; ``emulation_ir`` writes the host IR around the kernel,
+``emulation_launch`` runs it, ``selection`` decides whether a process emulates.
 """
 
 from __future__ import annotations
@@ -24,22 +24,21 @@ import functools
 import os
 import platform
 import re
-import threading
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import BackendError, CompileError, DeclarationError
-from ..model.launch import LaunchConfig
-from ..model.pipeline import Pipeline
-from ..model.signature import Signature, read_signature
-from ..model.source import KernelSource
-from . import clang as toolchain
-from . import cuda_tools
-from .base import Backend, Launcher
-from .cpu import check_resolvable
-from .cuda import CUDABackend
-from .cuda_emulation_ir import (
+from ...errors import BackendError, CompileError, DeclarationError
+from ...model.launch import LaunchConfig
+from ...model.pipeline import Pipeline
+from ...model.signature import Signature, read_signature
+from ...model.source import KernelSource
+from .. import clang
+from ..base import Launcher
+from ..cpu import check_resolvable
+from . import reach, toolchain
+from .device import CUDABackend
+from .emulation_ir import (
     HEADER,
     INCLUDE,
     RUNTIME_MARKER,
@@ -53,7 +52,7 @@ from .cuda_emulation_ir import (
     shown_name,
     split_runtime,
 )
-from .cuda_emulation_launch import EmulatedLauncher, LaunchStruct
+from .emulation_launch import EmulatedLauncher, LaunchStruct
 
 EMULATION_ENV = "PYTEST_R3_CUDA_EMULATION"
 RACECHECK_ENV = "PYTEST_R3_CUDA_RACECHECK"
@@ -63,49 +62,6 @@ RELEASE_SYMBOL = "__r3_cuda_release"
 # trap stops its fiber alone)
 _FIBER_SERVICES = re.compile(
     r"@__r3_cuda_(?:barrier|shuffle|vote|match|activemask|trap|assert_fail)\b")
-
-
-def requested() -> bool | None:
-    """``PYTEST_R3_CUDA_EMULATION``: True (1/on), False (0/off), None (unset or auto)."""
-    raw = os.environ.get(EMULATION_ENV, "").strip().lower()
-    if raw in ("", "auto"):
-        return None
-    if raw in ("1", "true", "yes", "on"):
-        return True
-    if raw in ("0", "false", "no", "off"):
-        return False
-    raise BackendError(f"{EMULATION_ENV}={raw!r} is not understood; use 1 (emulate CUDA on "
-                       "the CPU), 0 (never emulate) or auto (emulate when no GPU is usable)")
-
-
-def selected() -> bool:
-    """Whether CUDA kernels run in emulation in this process: as requested, else when no
-    GPU is usable (no pycuda, no driver or no device)."""
-    wanted = requested()
-    if wanted is not None:
-        return wanted
-    from . import cuda_runtime
-
-    return cuda_runtime.unavailable_reason() is not None
-
-
-def unavailable_reason() -> str | None:
-    """Why CUDA kernels can run neither on a GPU nor in emulation here, else None: the one
-    place tests decide to skip CUDA runs."""
-    from . import cuda_runtime
-
-    try:
-        emulate = selected()
-        if emulate:
-            check_host()
-    except BackendError as exc:
-        return str(exc)
-    if emulate:
-        return None
-    reason = cuda_runtime.unavailable_reason()
-    if reason is not None and requested() is False:
-        reason += f" (and {EMULATION_ENV}=0 turns emulation off)"
-    return reason
 
 
 def check_host() -> None:
@@ -131,7 +87,7 @@ class EmulatedCUDABackend(CUDABackend):
     sandbox_sections = frozenset({SHARED_SECTION})
 
     def target_name(self) -> str:
-        return f"cuda-emulation-{toolchain.host_target().name.removeprefix('cpu-')}"
+        return f"cuda-emulation-{clang.host_target().name.removeprefix('cpu-')}"
 
     def reachable(self, module, entry: str, where: str):
         """The host module whole: the kernel is reached through the emulation runtime's
@@ -140,19 +96,20 @@ class EmulatedCUDABackend(CUDABackend):
         return module
 
     def host_flags(self) -> tuple[str, ...]:
-        return (*toolchain.host_target().clang_flags(), "-std=c++17", "-nostdinc++",
+        return (*clang.host_target().clang_flags(), "-std=c++17", "-nostdinc++",
                 "-fno-exceptions", "-fno-rtti", "-fno-threadsafe-statics",
                 "-Wno-unused-command-line-argument", "-I", str(SHIMS), "-I", str(INCLUDE),
-                "-include", str(HEADER))
+                "-I", str(toolchain.HOST_ONLY_HEADERS), "-include", str(HEADER),
+                "-include", str(SHIMS / "cuda_runtime.h"))  # implicit, as under nvcc
 
     def compile(self, source: KernelSource, macros: Mapping[str, object],
                 debug_info: bool = False) -> str:
         check_host()
         instances = sorted(self._instances.get(source.filename, ()))  # template entries
-        text = host_source(source.text) + _host_instances(instances)
+        text = host_source(reach.entry_text(source, instances)) + _host_instances(instances)
         if text != source.text:
             source = source.with_text(text)
-        ir = toolchain.compile_to_ir(
+        ir = clang.compile_to_ir(
             source.text, filename=source.filename, macros=macros,
             target_flags=self.host_flags(), language="c++",
             include_dirs=source.include_dirs, extra_flags=source.extra_flags,
@@ -165,14 +122,14 @@ class EmulatedCUDABackend(CUDABackend):
         backend reads C kernels), so nothing depends on the device compile's header."""
         where = f"kernel {kernel_name or entry!r} ({source.filename})"
         try:
-            if cuda_tools.parse_entry(entry).arguments is not None:  # a template instance
+            if toolchain.parse_entry(entry).arguments is not None:  # a template instance
                 self._instances.setdefault(source.filename, set()).add(entry)
         except DeclarationError as exc:
             raise DeclarationError(f"{where}: {exc}") from None
         debug_ir, _ = split_runtime(self.compile(source, macros, debug_info=True), where)
         module = self.parse(debug_ir, where)
         defined = [f.name for f in module.functions if not f.is_declaration]
-        symbol = cuda_tools.match_symbol(defined, entry, where)
+        symbol = toolchain.match_symbol(defined, entry, where)
         Pipeline().run(module, self.target_machine())
         signature = read_signature(debug_ir, symbol, module.get_function(symbol), where=where)
         if signature.return_dtype is not None:
@@ -180,14 +137,14 @@ class EmulatedCUDABackend(CUDABackend):
         return Signature(entry, signature.params, None)
 
     def parse(self, ir: str, where: str):
-        toolchain.initialize_llvm()
-        return toolchain.parse_ir(ir, where)
+        clang.initialize_llvm()
+        return clang.parse_ir(ir, where)
 
     def target_machine(self):
         import llvmlite.binding as llvm
 
-        toolchain.initialize_llvm()
-        target = toolchain.host_target()
+        clang.initialize_llvm()
+        target = clang.host_target()
         return llvm.Target.from_triple(target.triple).create_target_machine(
             cpu=target.cpu, features=target.features, opt=3, reloc="default",
             codemodel="jitdefault", jit=True)
@@ -210,7 +167,7 @@ class EmulatedCUDABackend(CUDABackend):
             prepared = instrument_accesses(prepared)
         module = self.parse(prepared, where)
         defined = [f.name for f in module.functions if not f.is_declaration]
-        symbol = cuda_tools.match_symbol(defined, entry, where)
+        symbol = toolchain.match_symbol(defined, entry, where)
         shared = shared_variables(module)
         module.link_in(self.parse(body_ir(module, symbol, shared), where))
         module.link_in(self.parse(runtime, f"{where}: the emulation runtime"))
@@ -257,67 +214,6 @@ class EmulatedCUDABackend(CUDABackend):
         return self.device.compile_ptx(ir, entry, pipeline, kernel_name)
 
 
-def cuda_backend() -> Backend:
-    """The backend called "cuda": on the GPU or emulated as PYTEST_R3_CUDA_EMULATION says,
-    else chosen on first use (declaring a kernel must import neither pycuda nor llvmlite)."""
-    wanted = requested()
-    if wanted is None:
-        return AutoCUDABackend()
-    return EmulatedCUDABackend() if wanted else CUDABackend()
-
-
-class AutoCUDABackend(Backend):
-    """Stands for the GPU backend or the emulated one, whichever :func:`selected` picks the
-    first time it is used; everything is forwarded to that one."""
-
-    name = "cuda"
-    language = "cuda"
-    launch_limits = CUDABackend.launch_limits  # the same either way: no need to choose yet
-
-    def __init__(self) -> None:
-        self._chosen: Backend | None = None
-        self._choosing = threading.Lock()
-
-    @property
-    def chosen(self) -> Backend:
-        with self._choosing:
-            if self._chosen is None:
-                self._chosen = EmulatedCUDABackend() if selected() else CUDABackend()
-        return self._chosen
-
-    def __getattr__(self, name: str):  # arch, compile_ptx, emulated, sandbox rules...
-        if name.startswith("__") or name in ("_chosen", "_choosing"):
-            raise AttributeError(name)
-        return getattr(self.chosen, name)
-
-    @property
-    def address_space_cap(self) -> bool:  # type: ignore[override]
-        return self.chosen.address_space_cap
-
-    def target_name(self) -> str:
-        return self.chosen.target_name()
-
-    def compile(self, source: KernelSource, macros: Mapping[str, object], **options) -> str:
-        return self.chosen.compile(source, macros, **options)
-
-    def inspect(self, source: KernelSource, entry: str, macros: Mapping[str, object],
-                kernel_name: str = "") -> Signature:
-        return self.chosen.inspect(source, entry, macros, kernel_name)
-
-    def load(self, ir: str, entry: str, signature: Signature, pipeline: Pipeline,
-             kernel_name: str, **options) -> Launcher:
-        return self.chosen.load(ir, entry, signature, pipeline, kernel_name, **options)
-
-    def launch(self, launcher: Launcher, args: Sequence[object]) -> object:
-        return self.chosen.launch(launcher, args)
-
-    def time(self, launcher: Launcher, args: Sequence[object], repeat: int) -> list[float]:
-        return self.chosen.time(launcher, args, repeat)
-
-    def to_host(self, value: object) -> object:
-        return self.chosen.to_host(value)
-
-
 def racecheck_requested() -> bool:
     """``PYTEST_R3_CUDA_RACECHECK=1``: check shared memory for races between barriers."""
     return os.environ.get(RACECHECK_ENV, "").strip().lower() in ("1", "true", "yes", "on")
@@ -327,5 +223,5 @@ def _host_instances(entries: list[str]) -> str:
     """Code appended to the compiled text (never to the file) so that the template instances
     named as entries are emitted in the host build: a kept, read-only pointer to each."""
     lines = [f"__attribute__((used)) static auto const __r3_instance_{index} = "
-             f"&{cuda_tools.parse_entry(entry).text};\n" for index, entry in enumerate(entries)]
-    return f'\n#line 1 "{cuda_tools.INSTANCE_FILE}"\n' + "".join(lines) if lines else ""
+             f"&{toolchain.parse_entry(entry).text};\n" for index, entry in enumerate(entries)]
+    return f'\n#line 1 "{toolchain.INSTANCE_FILE}"\n' + "".join(lines) if lines else ""

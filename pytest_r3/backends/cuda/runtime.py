@@ -2,7 +2,7 @@
 
 Two runtimes reach the CUDA driver: ``cuda-bindings`` (NVIDIA's ``cuda.bindings.driver``,
 binary wheels, no toolkit needed; the default) and ``pycuda``. Each is a small
-:class:`Driver` (``cuda_runtime_bindings``, ``cuda_runtime_pycuda``); everything else (the
+:class:`Driver` (``runtime_bindings``, ``runtime_pycuda``); everything else (the
 argument checks and copies, launch configuration, timing with events, error translation) is
 here, shared, so both behave the same. ``PYTEST_R3_CUDA_RUNTIME`` picks one; unset, the first
 importable of cuda-bindings and pycuda. Imported only when a CUDA kernel runs, so CPU-only
@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import (
+from ...errors import (
     BackendError,
     CompileError,
     DeclarationError,
@@ -37,17 +37,17 @@ from ..errors import (
     LaunchError,
     MissingExtraError,
 )
-from ..model.arguments import GUARD_BYTES, converters, shape_check
-from ..model.launch import Launch, LaunchConfig, LaunchLimits
-from ..model.signature import Param, Signature
-from .base import Launcher
+from ...model.arguments import GUARD_BYTES, converters, shape_check
+from ...model.launch import Launch, LaunchConfig, LaunchLimits
+from ...model.signature import Param, Signature
+from ..base import Launcher
 
 DEVICE_ENV = "PYTEST_R3_CUDA_DEVICE"
 RUNTIME_ENV = "PYTEST_R3_CUDA_RUNTIME"
 # runtime name -> (module of its Driver, the pip extra that installs it)
 RUNTIMES = {
-    "cuda-bindings": ("pytest_r3.backends.cuda_runtime_bindings", "cuda"),
-    "pycuda": ("pytest_r3.backends.cuda_runtime_pycuda", "pycuda"),
+    "cuda-bindings": ("pytest_r3.backends.cuda.runtime_bindings", "cuda"),
+    "pycuda": ("pytest_r3.backends.cuda.runtime_pycuda", "pycuda"),
 }
 NO_GPU_HINT = "CUDA kernels need a GPU (or the emulation mode, see docs/cuda.md)"
 DEFAULT_SHARED_LIMIT = 48 * 1024  # more dynamic shared memory must be asked for explicitly

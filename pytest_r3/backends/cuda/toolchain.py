@@ -24,15 +24,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CompileError, DeclarationError, EntryNotFoundError, ToolchainError
-from ..model.source import KernelSource
-from .clang import macro_flags
+from ...errors import CompileError, DeclarationError, EntryNotFoundError, ToolchainError
+from ...model.source import KernelSource
+from ..clang import macro_flags
 
 LIBDEVICE_ENV = "PYTEST_R3_LIBDEVICE"
-HEADER = Path(__file__).resolve().parent.parent / "include" / "r3_cuda.h"
+HEADER = Path(__file__).resolve().parent.parent.parent / "include" / "r3_cuda.h"
 # CUDA's and C++'s headers for device code (cuda_fp16.h, <cstdio>...): on clang's include
 # path only, since nvcc brings its own
 DEVICE_HEADERS = HEADER.parent / "cuda_device"
+# what host code beside kernels includes (the runtime API, cuBLAS, cuRAND, NVTX, the C++
+# standard library's host headers): declarations only, for the device build and emulation
+HOST_ONLY_HEADERS = HEADER.parent / "host_only"
 
 
 def _cuda_roots() -> list[Path]:
