@@ -7,6 +7,7 @@ launches from ``example_project``'s tests once, then evaluates the same non-defa
 settings through a warm ReplayServer under each configuration, the configurations taking
 turns (A B A B ...) so a busy machine slows all alike. It prints, per kernel, the median
 seconds per candidate and per server start, and the ratio to the contained configuration.
+Each server keeps a worker log under the recordings' folder, as ``--r3-tune`` does.
 
 Run from the repository root::
 
@@ -34,6 +35,7 @@ KERNELS = ("scaled_add", "matmul", "jacobi2d")
 # One configuration, measured in a child process: its own pytest_r3 on sys.path, its env.
 CHILD = r"""
 import json, sys, time
+from pathlib import Path
 sys.path[:0] = [sys.argv[1], sys.argv[1] + "/example_project"]
 import exampleproj  # declares the kernels
 from pytest_r3.record import RecordingStore  # (public names only: any version runs this)
@@ -46,8 +48,11 @@ figures = {}
 for name, settings_list in variants.items():
     spec = load_spec(r3_dir, name)
     store = RecordingStore(r3_dir + "/recordings")
+    logs = Path(r3_dir) / "logs"  # a log as tuning keeps one: the worker's output copied
+    logs.mkdir(exist_ok=True)
     started = time.perf_counter()
-    server = ReplayServer(spec, store.root, store.keys(name), settings).start()
+    server = ReplayServer(spec, store.root, store.keys(name), settings,
+                          log_path=logs / f"{name}.log").start()
     start_seconds = time.perf_counter() - started
     seconds, statuses = [], []
     for macros in settings_list:
