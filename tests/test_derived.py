@@ -119,6 +119,16 @@ def test_a_size_above_the_largest_recording_has_inputs_drawn_like_the_recorded()
     assert again.scalars == above.scalars  # the same seed plans the same cases
 
 
+def test_an_empty_launch_alone_derives_nothing_from_nothing():
+    derived = plan([_axpy(0)], AXPY, np.random.default_rng(0))
+    assert not _labelled(derived, "above the largest") and not _labelled(derived, "small")
+    scalars_only = [p for p in AXPY if not p["is_pointer"]]
+    derived = plan([Planned("no buffers", {"n": 3, "a": 2.0}, [])], scalars_only,
+                   np.random.default_rng(0))
+    assert [d.label for d in derived] == ["no buffers with its float scalars negated "
+                                          f"(a={derived[0].scalars['a']!r})"]
+
+
 def test_no_size_above_the_recordings_where_an_extent_is_unknown():
     odd = Planned("odd", {"n": 50, "a": 1.0}, [Slot(["x"], False, np.zeros(77, np.float32)),
                                                Slot(["y"], True, np.zeros(50, np.float32))])

@@ -149,7 +149,7 @@ def _integer_range_cases(case, params: list[dict], rng: np.random.Generator) -> 
     """The read-only integer data of ``case`` drawn over its type's range, divided by its
     length (a sum over the whole array stays in range). Arrays that look like indices or
     offsets (sorted, or all within [0, the largest buffer's length]) keep their values."""
-    largest = max(s.values.size for s in case.slots)
+    largest = max((s.values.size for s in case.slots), default=0)
     slots, widened = [], []
     for slot in case.slots:
         values = slot.values
@@ -277,8 +277,8 @@ def _above(recorded: list, largest, params: list[dict], extents: dict[str, Exten
     values, when every buffer's extent is known."""
     pointers = [p["name"] for p in params if p["is_pointer"]]
     if not pointers or any(name not in extents for name in pointers) or \
-            any(slot.views for slot in largest.slots):
-        return []
+            any(slot.views or not slot.values.size for slot in largest.slots):
+        return []  # (nothing to draw inputs from in an empty launch)
     scalars = dict(largest.scalars)
     for size in sorted({s for name in pointers for s in extents[name].scalars}):
         if size not in scalars:
