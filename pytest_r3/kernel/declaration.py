@@ -78,6 +78,7 @@ class Kernel:
         tolerance: Mapping[str, object] | None = None,
         launch: LaunchConfig | None = None,
         specialize: Specialization | None = None,
+        work: Callable[[Mapping[str, object]], Mapping[str, float]] | None = None,
     ) -> None:
         self.source = source
         self.entry = entry
@@ -89,6 +90,7 @@ class Kernel:
         self.tolerance = dict(tolerance or {})
         self.launch = launch  # a GPU kernel's grid and block (pytest_r3.model.launch)
         self.specialize = specialize  # buckets with their own variant (kernel.specialize)
+        self.work = work  # args -> {"flops": .., "bytes": ..} of one call, for the reports
         self._lock = threading.RLock()
         self._launchers: dict[Variant, object] = {}
         self._signature = None
@@ -283,6 +285,7 @@ def kernel(
     defines: Mapping[str, object] | None = None,
     include_dirs: Sequence[str | os.PathLike] = (),
     specialize: Sequence[str] | str | Callable[[Mapping[str, object]], object] | None = None,
+    work: Callable[[Mapping[str, object]], Mapping[str, float]] | None = None,
 ) -> Kernel:
     """Declare a compute kernel.
 
@@ -308,6 +311,10 @@ def kernel(
     scalar arguments (``specialize=["n"]``: power-of-two buckets, n=1000 in bucket 1024) or a
     function of the scalar arguments returning the bucket key (``lambda args: ...``); see
     :mod:`pytest_r3.kernel.specialize` and docs/tuning.md.
+
+    ``work`` says how much one call does, for the report's achieved throughput: a function
+    of the call's arguments by name (arrays and scalars) returning ``{"flops": ..,
+    "bytes": ..}`` (either key), e.g. ``work=lambda a: {"flops": 2 * a["n"] ** 3}``.
     """
     frame = sys._getframe(1)
     declaring_file = frame.f_globals.get("__file__")
@@ -334,9 +341,13 @@ def kernel(
     chosen = Pipeline.from_mapping(pipeline, where=f"{where}: ")
     _check_tolerance(tolerance, where)
     specialization = None if specialize is None else Specialization(specialize, where)
+    if work is not None and not callable(work):
+        raise DeclarationError(f"{where}: work= must be a function of the arguments by name "
+                               "returning {'flops': ..., 'bytes': ...}, e.g. "
+                               "work=lambda a: {'flops': 2 * a['n']}")
     declared = Kernel(kernel_source, entry=entry, name=name, backend=backend, space=space,
                       pipeline=chosen, declared_at=declared_at, tolerance=tolerance,
-                      launch=launch_config, specialize=specialization)
+                      launch=launch_config, specialize=specialization, work=work)
     _register(declared)
     return declared
 
