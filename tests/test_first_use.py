@@ -224,3 +224,13 @@ def test_replay_uses_the_tolerance_the_kernel_declares(pytester):
     tolerant = replay()
     assert tolerant.returncode == 0, tolerant.stdout + tolerant.stderr
     assert tolerant.stdout.startswith("tolk: ok")
+
+
+def test_work_must_be_a_function_of_the_arguments(tmp_path):
+    import pytest_r3 as r3
+    from pytest_r3.errors import DeclarationError
+
+    (tmp_path / "w.c").write_text("void w(long n, float *y) { for (long i = 0; i < n; ++i) "
+                                  "y[i] = 0; }\n")
+    with pytest.raises(DeclarationError, match=r"work= must be a function of the arguments"):
+        r3.kernel(str(tmp_path / "w.c"), entry="w", name="work_bad", work={"flops": 1})

@@ -74,6 +74,9 @@ def test_the_report_renders_in_a_browser_and_is_self_contained(example_report, t
     assert html.count('aria-label="speedup of every evaluation, in order"') == 3
     assert "Which settings mattered" in html
     assert 'aria-label="speedup by TILE_I"' in html or 'aria-label="speedup by TILE_J"' in html
+    # the example declares its kernels' work=: achieved throughput against this machine's
+    assert re.search(r"[\d.]+ &rarr; [\d.]+ GFLOP/s; [\d.]+ &rarr; [\d.]+ GB/s \(\d+% of the "
+                     r"[\d.]+ GB/s a copy reaches here\)", html.replace("→", "&rarr;"))
     shot = tmp_path / "report.png"
     taken = headless(tmp_path, "--window-size=1100,2600", f"--screenshot={shot}",
                      example_report.as_uri())

@@ -80,6 +80,7 @@ class Kernel:
         launch: LaunchConfig | None = None,
         specialize: Specialization | None = None,
         no_alias: bool = False,
+        work: Callable[[Mapping[str, object]], Mapping[str, float]] | None = None,
     ) -> None:
         self.source = source
         self.entry = entry
@@ -92,6 +93,7 @@ class Kernel:
         self.launch = launch  # a GPU kernel's grid and block (pytest_r3.model.launch)
         self.specialize = specialize  # buckets with their own variant (kernel.specialize)
         self.no_alias = no_alias  # declared: callers never pass overlapping buffers
+        self.work = work  # args -> {"flops": .., "bytes": ..} of one call, for the reports
         self._lock = threading.RLock()
         self._launchers: dict[Variant, object] = {}
         self._signature = None
@@ -294,6 +296,7 @@ def kernel(
     include_dirs: Sequence[str | os.PathLike] = (),
     specialize: Sequence[str] | str | Callable[[Mapping[str, object]], object] | None = None,
     no_alias: bool = False,
+    work: Callable[[Mapping[str, object]], Mapping[str, float]] | None = None,
 ) -> Kernel:
     """Declare a compute kernel.
 
@@ -323,6 +326,9 @@ def kernel(
     ``no_alias=True`` declares that callers never pass overlapping buffers: the judge then
     does not try the kernel in place, and a rewrite that adds ``restrict`` is kept without
     an "assumes: x and y do not overlap" note (docs/record-and-replay.md).
+    ``work`` says how much one call does, for the report's achieved throughput: a function
+    of the call's arguments by name (arrays and scalars) returning ``{"flops": ..,
+    "bytes": ..}`` (either key), e.g. ``work=lambda a: {"flops": 2 * a["n"] ** 3}``.
     """
     frame = sys._getframe(1)
     declaring_file = frame.f_globals.get("__file__")
@@ -352,9 +358,14 @@ def kernel(
     if not isinstance(no_alias, bool):
         raise DeclarationError(f"{where}: no_alias must be True or False, got {no_alias!r}")
     specialization = None if specialize is None else Specialization(specialize, where)
+    if work is not None and not callable(work):
+        raise DeclarationError(f"{where}: work= must be a function of the arguments by name "
+                               "returning {'flops': ..., 'bytes': ...}, e.g. "
+                               "work=lambda a: {'flops': 2 * a['n']}")
     declared = Kernel(kernel_source, entry=entry, name=name, backend=backend, space=space,
                       pipeline=chosen, declared_at=declared_at, tolerance=tolerance,
-                      launch=launch_config, specialize=specialization, no_alias=no_alias)
+                      launch=launch_config, specialize=specialization, no_alias=no_alias,
+                      work=work)
     _register(declared)
     return declared
 

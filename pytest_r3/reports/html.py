@@ -6,7 +6,8 @@ measured; a summary table and chart give each kernel's confirmed speedup with it
 interval. Each kernel then gets every evaluation of its search plotted in order (ok, lost
 race, failed; the finalists ringed), how the speedup depends on each setting (a slice per
 setting, ranked by how much it moves the speedup), its failures by cause with an example,
-and its workloads."""
+and its workloads, with the achieved GFLOP/s and GB/s where the kernel declares its work
+(``r3.kernel(work=...)``), the bytes against the copy bandwidth measured here."""
 
 from __future__ import annotations
 
@@ -163,22 +164,42 @@ def _failures(row: KernelReport) -> str:
             + "</table>")
 
 
-def _workloads(row: KernelReport) -> str:
+def _workloads(row: KernelReport, run: RunInfo) -> str:
     if not row.workloads:
         if row.timed_on == "test inputs":
             return ("<p class='muted'>Timed on the oracle tests' inputs: no workload was "
                     "recorded.</p>")
         return ""
+    achieved = any("work" in w for w in row.workloads)
+    head = "<th>achieved (baseline &rarr; tuned)</th>" if achieved else ""
     return ("<h4>Workloads</h4><p class='muted'>Baseline and tuned above are the weighted "
             "total over these.</p><table><tr><th>workload</th><th>shape</th>"
             "<th class='num'>weight</th><th class='num'>baseline</th><th class='num'>tuned"
-            "</th><th class='num'>speedup</th></tr>" + "".join(
+            f"</th><th class='num'>speedup</th>{head}</tr>" + "".join(
                 f"<tr><td>{_e(w['origin'])}</td><td><code>{_e(w['shape'])}</code></td>"
                 f"<td class='num'>{w['weight']:g}</td>"
                 f"<td class='num'>{human_seconds(w['baseline_median'])}</td>"
                 f"<td class='num'>{human_seconds(w['candidate_median'])}</td>"
-                f"<td class='num'>{w['speedup']:.2f}x</td></tr>" for w in row.workloads)
-            + "</table>")
+                f"<td class='num'>{w['speedup']:.2f}x</td>"
+                + (f"<td>{_throughput(w, run)}</td>" if achieved else "") + "</tr>"
+                for w in row.workloads) + "</table>")
+
+
+def _throughput(workload: dict, run: RunInfo) -> str:
+    """GFLOP/s and GB/s of one workload's call (from r3.kernel's work=), baseline and tuned;
+    bytes against the copy bandwidth measured on this machine."""
+    work = workload.get("work") or {}
+    parts = []
+    for key, unit in (("flops", "GFLOP/s"), ("bytes", "GB/s")):
+        if work.get(key):
+            base = work[key] / workload["baseline_median"] / 1e9
+            tuned = work[key] / workload["candidate_median"] / 1e9
+            text = f"{base:.3g} &rarr; {tuned:.3g} {unit}"
+            if key == "bytes" and run.copy_bandwidth:
+                text += (f" ({100 * tuned * 1e9 / run.copy_bandwidth:.0f}% of the "
+                         f"{run.copy_bandwidth / 1e9:.3g} GB/s a copy reaches here)")
+            parts.append(text)
+    return "; ".join(parts) or "-"
 
 
 def _evolution(row: KernelReport) -> str:
@@ -194,7 +215,7 @@ def _evolution(row: KernelReport) -> str:
             + "</table>")
 
 
-def _kernel(row: KernelReport) -> str:
+def _kernel(row: KernelReport, run: RunInfo) -> str:
     parts = [f"<section class='kernel' id='{_anchor(row)}'><h3>{_e(row.label)} "
              f"<small class='muted'>{_e(row.target)}</small></h3>", _headline(row)]
     if row.changes:
@@ -203,7 +224,8 @@ def _kernel(row: KernelReport) -> str:
         parts.append(f"<h4>Every evaluation ({len(row.evaluation_log)}, "
                      f"{row.new_evaluations} new, {_e(row.optimizer or '-')})</h4>")
         parts.append(svg.evaluations_chart(row.evaluation_log, row.speedup))
-    parts += [_settings_section(row), _failures(row), _workloads(row), _evolution(row)]
+    parts += [_settings_section(row), _failures(row), _workloads(row, run),
+              _evolution(row)]
     if row.notes:
         parts.append("<ul>" + "".join(f"<li>{_e(note)}</li>" for note in row.notes) + "</ul>")
     parts.append("</section>")
@@ -215,7 +237,7 @@ def render(rows: list[KernelReport], run: RunInfo | None = None) -> str:
     body = [_header(run, rows)]
     if rows:
         body.append(_summary(rows))
-        body += [_kernel(row) for row in with_buckets(rows)]
+        body += [_kernel(row, run) for row in with_buckets(rows)]
     else:
         body.append("<p>No kernel was tuned or checked in this run.</p>")
     body.append("<p class='muted'>Speedups are medians of baseline/tuned time ratios measured "

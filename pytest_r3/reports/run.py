@@ -23,10 +23,11 @@ class RunInfo:
     version: str = ""                    # pytest-r3's
     python: str = ""
     machine: str = ""                    # OS and architecture
+    copy_bandwidth: float = 0.0          # bytes/s of a large numpy copy; 0: not measured
 
     @classmethod
-    def collect(cls, kind: str = "tuning", load_at_start: list[float] | None = None
-                ) -> RunInfo:
+    def collect(cls, kind: str = "tuning", load_at_start: list[float] | None = None,
+                bandwidth: bool = False) -> RunInfo:
         from .. import __version__
 
         commit = _commit()
@@ -35,7 +36,8 @@ class RunInfo:
                    cpu=cpu_model(), cores=os.cpu_count() or 0, load=load_average(),
                    load_at_start=list(load_at_start or []), version=__version__,
                    python=platform.python_version(),
-                   machine=f"{platform.system()} {platform.machine()}")
+                   machine=f"{platform.system()} {platform.machine()}",
+                   copy_bandwidth=copy_bandwidth() if bandwidth else 0.0)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -48,6 +50,23 @@ class RunInfo:
                  if self.load_at_start else "")
         return (f"load {start}{self.load[0]:.1f} at the end (1-minute average; 5-minute "
                 f"{self.load[1]:.1f}) on {self.cores} cores")
+
+
+def copy_bandwidth(mib: int = 64, repeats: int = 5) -> float:
+    """The memory bandwidth a large copy reaches here (bytes read and written per second,
+    the best of ``repeats``): the machine's practical peak for memory-bound kernels."""
+    import time
+
+    import numpy as np
+
+    source = np.ones(mib * 2**20 // 8)
+    target = np.empty_like(source)
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        np.copyto(target, source)
+        best = min(best, time.perf_counter() - start)
+    return 2 * source.nbytes / best
 
 
 def load_average() -> list[float]:

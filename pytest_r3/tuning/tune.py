@@ -145,6 +145,7 @@ def _tune_variant(kernel, tuning: Tuning, lock_path, row: KernelReport,
         commit(None)
         return row
     measured(row, result.timing)
+    _achieved_work(kernel, tuning, row)
     row.changes = {"macros": best.macros, "pipeline": best.pipeline,
                    "source": best.source_text is not None}
     row.review = result.review
@@ -254,6 +255,23 @@ def _log_evaluations(row: KernelReport, outcome, store: ResultStore, source_hash
         total = sum(c["count"] for c in row.failure_causes)
         row.notes.append(f"{total} candidate(s) failed and were skipped: "
                          + "; ".join(row.describe_failures()))
+
+
+def _achieved_work(kernel, tuning: Tuning, row: KernelReport) -> None:
+    """Each timed workload's flops and bytes per call, from the kernel's work= (for the
+    report's achieved throughput); a work= that fails is a note, never an error."""
+    if kernel.work is None:
+        return
+    for workload in row.workloads:
+        try:
+            recording = tuning.recordings.read(kernel.name, workload["key"])
+            amounts = kernel.work({**recording.inputs, **recording.scalars})
+            workload["work"] = {key: float(amounts[key]) for key in ("flops", "bytes")
+                                if key in amounts}
+        except Exception as exc:  # the user's function: its failure is reported
+            row.notes.append(f"work= failed on workload {workload['origin']}: "
+                             f"{type(exc).__name__}: {exc}")
+            return
 
 
 def _best_rewrite(kernel, server, evolution, best, result):

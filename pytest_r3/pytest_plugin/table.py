@@ -1,0 +1,61 @@
+"""The terminal table of ``--r3-tune`` and ``--r3-check``: at most 100 columns, one line
+per kernel, its details (settings as a person writes them, failure causes, buckets,
+workloads, notes) wrapped and indented below it; everything else is in the reports."""
+
+from __future__ import annotations
+
+import textwrap
+
+from ..reports import KernelReport
+from ..reports.model import human_seconds
+
+TABLE_WIDTH = 100
+
+
+def table_lines(rows: list[KernelReport]) -> list[tuple[str, bool]]:
+    """The terminal table, at most TABLE_WIDTH columns: one line per kernel, then its
+    settings, failure causes, buckets, workloads and notes, wrapped and indented; (line,
+    red) pairs."""
+    if not rows:
+        return []
+    width = min(max(6, *(len(row.label) for row in rows)), 22)
+    lines = [(f"{'kernel':<{width}} {'status':<24} {'baseline':>9} {'tuned':>9} "
+              f"{'speedup (IQR)':>19} {'evals (new)':>12}", False)]
+
+    def wrapped(text: str, indent: str = "    ", red: bool = False) -> None:
+        lines.extend((line, red) for line in textwrap.wrap(
+            text, TABLE_WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
+            break_on_hyphens=False, break_long_words=False))
+
+    for row in rows:
+        red = row.status.startswith("FAIL")
+        label = row.label if len(row.label) <= width else row.label[:width - 1] + "~"
+        lines.append((f"{label:<{width}} {row.status[:24]:<24} "
+                      f"{human_seconds(row.baseline_seconds):>9} "
+                      f"{human_seconds(row.tuned_seconds):>9} {_speedup(row):>19} "
+                      f"{f'{row.evaluations} ({row.new_evaluations})':>12}", red))
+        if len(row.label) > width or len(row.status) > 24:
+            wrapped(f"{row.label}: {row.status}", red=red)
+        if row.changes:
+            wrapped(f"settings: {row.describe_changes()}")
+        for sub in row.buckets:  # a specialised kernel: the variant of each bucket
+            wrapped(f"bucket {sub.bucket}: {sub.status}, {human_seconds(sub.baseline_seconds)}"
+                    f" -> {human_seconds(sub.tuned_seconds)}, {_speedup(sub)}, "
+                    f"{sub.evaluations} evaluations, {sub.describe_changes()}",
+                    red=sub.status.startswith("FAIL"))
+        for workload in row.workloads:
+            wrapped(f"workload {workload['origin']} [{workload['shape']}] x"
+                    f"{workload['weight']:g}: {human_seconds(workload['baseline_median'])} -> "
+                    f"{human_seconds(workload['candidate_median'])}, "
+                    f"{workload['speedup']:.2f}x")
+        for note in row.notes:
+            wrapped(note)
+    return lines
+
+
+def _speedup(row: KernelReport) -> str:
+    if row.speedup is None:
+        return "-"
+    if row.speedup_q1 is None or row.speedup_q3 is None:
+        return f"{row.speedup:.2f}x"
+    return f"{row.speedup:.2f}x ({row.speedup_q1:.2f}-{row.speedup_q3:.2f})"
