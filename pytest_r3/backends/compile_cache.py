@@ -224,7 +224,7 @@ class CompileCache:
     def _disable(self, message: str, warn: bool = True) -> None:
         self.usable = False
         if warn:
-                self._warn_once(self.root, f"{message}; kernels are compiled every time. Set "
+            self._warn_once(self.root, f"{message}; kernels are compiled every time. Set "
                             f"{DIR_ENV} to a writable folder, or {SWITCH_ENV}=off",
                             CacheWarning)
 
@@ -242,7 +242,10 @@ class CompileCache:
             if self._written_since_check < self.max_bytes // 16:
                 return
         self._written_since_check = 0
-        self.evict()
+        try:
+            self.evict()
+        except OSError:  # another process clearing it meanwhile: the next check evicts
+            pass
 
     def _files(self) -> Iterator[tuple[Path, os.stat_result]]:
         if not self.entries_dir.is_dir():
