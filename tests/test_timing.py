@@ -76,8 +76,9 @@ class Stopper:
 def test_a_sample_the_worker_was_stopped_in_is_dropped_and_the_result_unchanged(large):
     """A worker stopped for 150 ms in the middle of samples (a time slice lost, 100 times
     over) would put 150 ms into a sample of about 20: each such slice is dropped and
-    counted, no kept sample carries the pause, and the baseline against itself stays
-    within noise, at the time an undisturbed timing measures."""
+    counted, no kept sample carries the pause, and the baseline against itself stays near
+    1x, at about the time an undisturbed timing measures (this machine is shared: the
+    bounds leave room for its own noise, not for a pause)."""
     spec, store, keys = large
     settings = ReplaySettings(timing_rounds=12, min_timing_rounds=12, warmup_rounds=1,
                               min_sample_seconds=0.02)
@@ -90,9 +91,10 @@ def test_a_sample_the_worker_was_stopped_in_is_dropped_and_the_result_unchanged(
     timing = stopped.timing
     assert timing.dropped >= 1 and timing.taken > timing.dropped, timing
     for samples in (timing.baseline_samples, timing.candidate_samples):
-        assert max(samples) < 1.5 * float(np.median(samples)), samples  # no pause kept
-    assert timing.verdict() == "within", stopped.summary()
-    assert 0.7 < timing.baseline_median / quiet.timing.baseline_median < 1.4
+        # a kept pause would make a sample 8x the others; a busy machine's spread is less
+        assert max(samples) < 3 * float(np.median(samples)), samples
+    assert 0.8 < timing.speedup < 1.25, stopped.summary()
+    assert 0.5 < timing.baseline_median / quiet.timing.baseline_median < 2
     assert "of" in stopped.summary() and "dropped (descheduled)" in stopped.summary()
 
 
@@ -172,3 +174,41 @@ def test_a_timed_worker_reports_what_it_checked_samples_with(large):
     assert result.ok and result.timing.clock == "thread"
     assert result.timing.taken >= 2 * result.timing.rounds
     assert result.timing.counters  # what was counted, or why nothing was
+
+
+GROW_C = """\
+void grow(long n, const float *x, float *y)
+{
+    for (long i = 0; i < n; ++i) {
+        y[i] = y[i] * y[i] + x[i];
+    }
+}
+"""
+
+
+def test_a_kernel_whose_in_place_output_would_overflow_is_timed_on_restored_data(tmp_path):
+    """``y = y * y + x`` in place reaches Inf within ten launches of its own output, and a
+    timed sample makes hundreds: each timed launch must start from the recorded values
+    (restored between launches, outside the timed region). The judge checks what the
+    timed launches left, and nothing prints a numpy RuntimeWarning."""
+    import warnings
+
+    (tmp_path / "grow.c").write_text(GROW_C)
+    kernel = r3.kernel(tmp_path / "grow.c", entry="grow", name="timing_grow")
+    store = RecordingStore(tmp_path / "recordings")
+    rng = np.random.default_rng(3)
+    launches = []
+    for n in (20_000, 3_000):
+        launches.append((n, rng.random(n, dtype=np.float32),
+                         (1.5 + 0.5 * rng.random(n)).astype(np.float32)))
+    keys = record_launches(kernel, store, launches)
+    settings = ReplaySettings(timing_rounds=5, warmup_rounds=1, min_sample_seconds=2e-3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a RuntimeWarning fails the test
+        with ReplayServer(KernelSpec.from_kernel(kernel), store.root, keys, settings) \
+                as server:
+            result = server.evaluate(Candidate(label="baseline against itself"))
+            unrolled = server.evaluate(Candidate(pipeline={"loop_unroll": False}))
+    assert result.ok, result.summary()
+    assert unrolled.ok, unrolled.summary()
+    assert max(result.timing.repeats) > 20  # many launches per sample: drift would show

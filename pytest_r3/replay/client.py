@@ -346,7 +346,8 @@ class ReplayServer:
             "reference": reference,
             "race_against": None if race_against is None else race_against / scale,
             "checks": [[case.fills(s) for case, s in zip(timed, parity, strict=True)]
-                       for parity in seeds], "weights": weights}, self.request_timeout)
+                       for parity in seeds], "weights": weights,
+            "restore": [in_place(case) for case in timed]}, self.request_timeout)
         try:
             timing = Timing.from_dict(data.get("timing"), weights)
         except MalformedTiming as exc:
@@ -376,6 +377,8 @@ class ReplayServer:
             raise WorkerDied(Result(protocol.CRASH, diagnostics=[
                 "the worker did not say which buffers it checked"], details={"kind": "protocol"}))
         for position, case in enumerate(timed):
+            self.judge.check_timed(case, {n: arrays.get(f"{position}.{n}.timed")
+                                          for n in in_place(case)})
             for parity in (0, 1):
                 storages = {str(n): arrays.get(f"{position}.{n}.{parity}")
                             for n in range(len(case.slots))}
@@ -400,3 +403,9 @@ def too_busy(timing: Timing) -> str:
             f"slices lost the CPU to other processes (wall time beyond the thread's CPU "
             f"time), and {timing.rounds} round(s) were clean; no figure is claimed. Run "
             "again on a quieter machine (fewer parallel jobs).")
+
+
+def in_place(case: Case) -> list[int]:
+    """The buffers ``case`` writes and also reads: restored between timed launches."""
+    return [n for n, slot in enumerate(case.slots)
+            if slot.written and n not in case.output_only]

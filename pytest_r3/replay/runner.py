@@ -29,6 +29,9 @@ from .protocol import KernelSpec, Rejected, ReplaySettings
 from .sampling import Arguments
 from .timing import interleaved_speedup
 
+ROTATION = 4  # prepared copies of a timed case whose kernel updates its buffers in place
+ROTATION_BYTES = 64 << 20  # at most this much in such copies per case and set
+
 
 @dataclass
 class WorkerCase:
@@ -149,9 +152,31 @@ class Runner:
         return {"returned": _plain(returned)}, {
             str(number): buffer.storage for number, buffer in enumerate(buffers)}
 
+    def _timed(self, case: WorkerCase, guard_seed: int, restore: list[int] | None):
+        """Launch arguments for timing ``case``: where it writes buffers it also reads
+        (``restore``; every written one when not said), several copies whose buffers are
+        put back to the recorded values before each use, outside the timed region (see
+        sampling.Arguments); the first copy's buffers come back too."""
+        args, buffers = self._arguments(case, {}, guard_seed)
+        restore = [n for n, slot in enumerate(case.slots) if slot.written] if restore is None \
+            else [n for n in restore if 0 <= n < len(case.slots) and case.slots[n].written]
+        if not restore:
+            return Arguments([args]), buffers
+        size = sum(case.slots[n].values.nbytes for n in restore)
+        count = max(1, min(ROTATION, ROTATION_BYTES // max(size, 1)))
+        copies = [(args, buffers)] + [self._arguments(case, {}, guard_seed + 7_919 * k)
+                                      for k in range(1, count)]
+
+        def put_back(used: int) -> None:
+            for _, copy in copies[:used]:
+                for number in restore:
+                    np.copyto(copy[number].array, case.slots[number].values)
+        return Arguments([a for a, _ in copies], put_back), buffers
+
     def time(self, variant: str, case_indices: list[int], guard_seed: int,
              checks: list[dict], weights: list[float] | None = None,
-             race_against: float | None = None, reference: str = "baseline"):
+             race_against: float | None = None, reference: str = "baseline",
+             restore: list[list[int]] | None = None):
         """Interleaved timing against the baseline, then the candidate again on each set of
         buffers the timing used, as many launches in a row as a timed sample made, refilled
         as the judge asks (``checks``: the fills of even and odd launches): a variant that
@@ -163,14 +188,14 @@ class Runner:
             raise protocol.ProtocolError(f"time against {reference!r}: no such variant")
         sets = {"base": [], "cand": []}
         for offset, which in enumerate(sets):
-            for index in case_indices:
-                sets[which].append(self._arguments(self.cases[index], {},
-                                                   guard_seed + 1000 * (offset + 1) + index))
+            for position, index in enumerate(case_indices):
+                sets[which].append(self._timed(
+                    self.cases[index], guard_seed + 1000 * (offset + 1) + index,
+                    None if restore is None else list(restore[position])))
         try:
             timing = interleaved_speedup(
                 self.backend, self.variants[reference], self.variants[variant],
-                [Arguments([args]) for args, _ in sets["base"]],
-                [Arguments([args]) for args, _ in sets["cand"]],
+                [args for args, _ in sets["base"]], [args for args, _ in sets["cand"]],
                 self.settings, weights, race_against,
                 [self._repeats.get((reference, index)) for index in case_indices],
                 # a winner against the best so far is timed again against the baseline: it
@@ -187,7 +212,13 @@ class Runner:
         last_round = timing.warmup_rounds + timing.rounds - 1
         last_set = sets["base" if last_round // 2 % 2 else "cand"]
         arrays = {}
-        for position, (args, buffers) in enumerate(last_set):
+        for position, (arguments, buffers) in enumerate(last_set):
+            # what the last timed launch on the first copy left: one launch's outputs on
+            # the recorded values, which the judge checks (data that drifted shows here)
+            for number in (range(len(buffers)) if restore is None else restore[position]):
+                if 0 <= int(number) < len(buffers):
+                    arrays[f"{position}.{number}.timed"] = buffers[int(number)].array.copy()
+            args = arguments.copies[0]
             # as many launches in a row on these buffers as one timed sample made, each on
             # refilled buffers; the last two come back
             case = self.cases[case_indices[position]]
