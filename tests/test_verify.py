@@ -515,3 +515,19 @@ def test_a_kernel_without_a_remainder_loop_fails_at_derived_sizes(write_c, uniqu
     assert "first at [63]" in problems["up"][1]
     assert problems["up"][2].startswith("out: 3 of 64 element(s)")
     assert "first at [61]" in problems["up"][2]
+
+
+def test_perturbing_garbage_values_prints_no_numpy_warning():
+    """An output buffer a test allocated with np.empty records whatever bytes it held
+    (1e200 as float64): perturbing them must not print "overflow encountered in square"
+    (numpy's variance of them overflows) in the middle of a tuning run."""
+    import warnings
+
+    from pytest_r3.replay.verify import perturbed
+
+    garbage = np.array([1e200, -3e250, 1.0, np.nan, 2.0] * 20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fresh = perturbed(garbage, np.random.default_rng(0))
+    assert fresh.shape == garbage.shape and np.isnan(fresh[3])
+

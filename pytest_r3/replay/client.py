@@ -362,7 +362,8 @@ class ReplayServer:
             "reference": reference,
             "race_against": None if race_against is None else race_against / scale,
             "checks": [[case.fills(s) for case, s in zip(timed, parity, strict=True)]
-                       for parity in seeds], "weights": weights}, self.request_timeout)
+                       for parity in seeds], "weights": weights,
+            "restore": [in_place(case) for case in timed]}, self.request_timeout)
         try:
             timing = Timing.from_dict(data.get("timing"), weights)
         except MalformedTiming as exc:
@@ -382,6 +383,9 @@ class ReplayServer:
             raise WorkerDied(Result(protocol.CRASH, diagnostics=[
                 "the worker stopped timing a candidate that was not racing"],
                 details={"kind": "protocol"}))
+        if timing.stopped == "too_busy":
+            raise Rejected(protocol.TOO_BUSY, "too_busy", too_busy(timing),
+                           dropped=timing.dropped, taken=timing.taken)
         if timing.raced:  # a loser's buffers are not checked: it is never kept
             return timing
         which = arrays.get("set")
@@ -389,6 +393,8 @@ class ReplayServer:
             raise WorkerDied(Result(protocol.CRASH, diagnostics=[
                 "the worker did not say which buffers it checked"], details={"kind": "protocol"}))
         for position, case in enumerate(timed):
+            self.judge.check_timed(case, {n: arrays.get(f"{position}.{n}.timed")
+                                          for n in in_place(case)})
             for parity in (0, 1):
                 storages = {str(n): arrays.get(f"{position}.{n}.{parity}")
                             for n in range(len(case.slots))}
@@ -406,3 +412,17 @@ class ReplayServer:
             return self._ask("ping", {}, 30)[0] == "pong"
         except (WorkerDied, Rejected):
             return False
+
+
+def too_busy(timing: Timing) -> str:
+    """The one line a timing that could not be taken gives, instead of a figure."""
+    return (f"the machine was too busy to measure: {timing.dropped} of {timing.taken} timed "
+            f"slices lost the CPU to other processes (wall time beyond the thread's CPU "
+            f"time), and {timing.rounds} round(s) were clean; no figure is claimed. Run "
+            "again on a quieter machine (fewer parallel jobs).")
+
+
+def in_place(case: Case) -> list[int]:
+    """The buffers ``case`` writes and also reads: restored between timed launches."""
+    return [n for n, slot in enumerate(case.slots)
+            if slot.written and n not in case.output_only]

@@ -320,6 +320,22 @@ class Judge:
                            f"buffers laid out as numpy allocates them (production layout), "
                            f"launch {index + 1} of {len(plan)} in a row, on ", plain=True)
 
+    def check_timed(self, case: Case, arrays: dict[int, np.ndarray | None]) -> None:
+        """Raise Rejected unless the buffers a timed launch updated in place hold what one
+        launch on the recorded values gives: timing worked on the recorded data, not on
+        values that earlier launches grew (to Inf or NaN where the recording had none)."""
+        for number, actual in arrays.items():
+            slot = case.slots[number]
+            if actual is None or actual.shape != slot.values.shape \
+                    or actual.dtype != slot.values.dtype:
+                raise Rejected("crash", "protocol", f"the worker returned no timed buffer "
+                               f"'{slot.name}' for {case.label}")
+            problem = compare(slot.name, case.expected[number], actual, self._tolerance(slot))
+            if problem:
+                raise Rejected(WRONG_OUTPUT, "timed_data",
+                               f"the timed launches did not work on the recorded values of "
+                               f"{case.label}: {problem}", buffer=slot.name)
+
     def _expected(self, case: Case, number: int, seeds: dict[int, int] | None) -> np.ndarray:
         """The reference, with this run's poison where the baseline writes nothing."""
         expected = case.expected[number]

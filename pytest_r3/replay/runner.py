@@ -26,8 +26,13 @@ from . import protocol
 from .buffers import GuardedBuffer, PlainBuffer
 from .cases import Slot
 from .heartbeat import quiet
+from .counters import Counters
 from .protocol import KernelSpec, Rejected, ReplaySettings
+from .sampling import Arguments
 from .timing import interleaved_speedup
+
+ROTATION = 4  # prepared copies of a timed case whose kernel updates its buffers in place
+ROTATION_BYTES = 64 << 20  # at most this much in such copies per case and set
 
 
 @dataclass
@@ -54,6 +59,12 @@ class Runner:
         self.variants: dict[str, object] = {}
         self.cases: list[WorkerCase] = []
         self._repeats: dict[tuple, int] = {}  # launches per timed sample, by (reference, case)
+        # opened before the worker is sealed (perf_event_open is not on its allowlist)
+        self.counters = Counters() if getattr(self.backend, "cpu_clock", "thread") != "none" \
+            else None
+        if self.counters is not None and not self.counters.available:
+            print(f"pytest-r3 replay worker: {self.counters.reason}", file=sys.stderr,
+                  flush=True)
 
     # -- variants ----------------------------------------------------------------------------
     def build(self, name: str, ir: str, pipeline: dict, tunables: dict) -> dict:
@@ -131,10 +142,11 @@ class Runner:
         quick = ReplaySettings.from_dict({**self.settings.__dict__, "warmup_rounds": 0,
                                           "timing_rounds": 1, "min_timing_rounds": 1,
                                           "min_sample_seconds": 0.0})
-        args = [self._arguments(self.cases[0], {}, 0, plain=True)[0] for _ in range(2)]
+        args = [Arguments([self._arguments(self.cases[0], {}, 0, plain=True)[0]])
+                for _ in range(2)]
         baseline = self.variants["baseline"]
         interleaved_speedup(self.backend, baseline, baseline, args[:1], args[1:],
-                            quick).as_dict()
+                            quick, counters=self.counters).as_dict()
 
     # -- requests -----------------------------------------------------------------------------
     def run(self, variant: str, case_index: int, fills: dict, guard_seed: int,
@@ -154,9 +166,34 @@ class Runner:
         return {"returned": _plain(returned)}, {
             str(number): buffer.storage for number, buffer in enumerate(buffers)}
 
+    def _timed(self, case: WorkerCase, guard_seed: int, restore: list[int] | None):
+        """Launch arguments for timing ``case``: where it writes buffers it also reads
+        (``restore``; every written one when not said), several copies whose buffers are
+        put back to the recorded values before each use, outside the timed region (see
+        sampling.Arguments); the first copy's buffers come back too. Buffers are laid out as
+        numpy lays out the user's arrays: a candidate timed on buffers it can tell apart from
+        production's could be fast only when timed."""
+        args, buffers = self._arguments(case, {}, guard_seed, plain=True)
+        restore = [n for n, slot in enumerate(case.slots) if slot.written] if restore is None \
+            else [n for n in restore if 0 <= n < len(case.slots) and case.slots[n].written]
+        if not restore:
+            return Arguments([args]), buffers
+        size = sum(case.slots[n].values.nbytes for n in restore)
+        count = max(1, min(ROTATION, ROTATION_BYTES // max(size, 1)))
+        copies = [(args, buffers)] + [self._arguments(case, {}, guard_seed + 7_919 * k,
+                                                      plain=True)
+                                      for k in range(1, count)]
+
+        def put_back(used: int) -> None:
+            for _, copy in copies[:used]:
+                for number in restore:
+                    np.copyto(copy[number].array, case.slots[number].values)
+        return Arguments([a for a, _ in copies], put_back), buffers
+
     def time(self, variant: str, case_indices: list[int], guard_seed: int,
              checks: list[dict], weights: list[float] | None = None,
-             race_against: float | None = None, reference: str = "baseline"):
+             race_against: float | None = None, reference: str = "baseline",
+             restore: list[list[int]] | None = None):
         """Interleaved timing against the baseline, then the candidate again on each set of
         buffers the timing used, as many launches in a row as a timed sample made, refilled
         as the judge asks (``checks``: the fills of even and odd launches): a variant that
@@ -168,12 +205,10 @@ class Runner:
             raise protocol.ProtocolError(f"time against {reference!r}: no such variant")
         sets = {"base": [], "cand": []}
         for offset, which in enumerate(sets):
-            for index in case_indices:
-                # as numpy lays out the user's arrays: a candidate timed on buffers it can
-                # tell apart from production's could be fast only when timed
-                sets[which].append(self._arguments(self.cases[index], {},
-                                                   guard_seed + 1000 * (offset + 1) + index,
-                                                   plain=True))
+            for position, index in enumerate(case_indices):
+                sets[which].append(self._timed(
+                    self.cases[index], guard_seed + 1000 * (offset + 1) + index,
+                    None if restore is None else list(restore[position])))
         try:
             timing = interleaved_speedup(
                 _Counted(self.backend, self.beat), self.variants[reference],
@@ -184,18 +219,24 @@ class Runner:
                 # a winner against the best so far is timed again against the baseline: it
                 # may stop as soon as it has won; against the baseline, after the minimum
                 stop_ahead=self.settings.race_rounds if reference != "baseline"
-                else self.settings.min_timing_rounds)
+                else self.settings.min_timing_rounds, counters=self.counters)
             self._repeats.update(((reference, index), count)
                                  for index, count in zip(case_indices, timing.repeats))
         except KernelFault as fault:
             end_worker(fault)
-        if timing.raced:  # a loser is never kept: its buffers need no check
+        if timing.raced or timing.stopped == "too_busy":  # never kept: no check needed
             return {"timing": timing.as_dict()}, {}
         # the set of buffers the candidate ran on last (timing trades them every other round)
         last_round = timing.warmup_rounds + timing.rounds - 1
         last_set = sets["base" if last_round // 2 % 2 else "cand"]
         arrays = {}
-        for position, (args, buffers) in enumerate(last_set):
+        for position, (arguments, buffers) in enumerate(last_set):
+            # what the last timed launch on the first copy left: one launch's outputs on
+            # the recorded values, which the judge checks (data that drifted shows here)
+            for number in (range(len(buffers)) if restore is None else restore[position]):
+                if 0 <= int(number) < len(buffers):
+                    arrays[f"{position}.{number}.timed"] = buffers[int(number)].array.copy()
+            args = arguments.copies[0]
             # as many launches in a row on these buffers as one timed sample made, each on
             # refilled buffers; the last two come back
             case = self.cases[case_indices[position]]

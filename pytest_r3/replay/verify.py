@@ -152,6 +152,11 @@ def perturbed(values: np.ndarray, rng: np.random.Generator, *,
         return perturbed_integers(values, rng)
     if values.dtype.kind != "f" or values.size == 0:
         return values.copy()
+    with np.errstate(over="ignore", invalid="ignore"):  # garbage (np.empty) is left alone
+        return _perturbed_floats(values, rng)
+
+
+def _perturbed_floats(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     data = values.astype(np.float64)
     limit = np.finfo(values.dtype).max / 4
     usable = np.isfinite(data) & (np.abs(data) < limit)  # leave NaN, Inf and garbage alone

@@ -92,7 +92,8 @@ class Worker:
                                           None if weights is None else
                                           [float(w) for w in weights],
                                           _number_or_none(data.get("race_against")),
-                                          str(data.get("reference", "baseline")))
+                                          str(data.get("reference", "baseline")),
+                                          data.get("restore"))
         self.send("timed", reply, buffers)
 
     def on_call(self, data: dict, arrays: dict) -> None:

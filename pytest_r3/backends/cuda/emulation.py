@@ -78,6 +78,7 @@ class EmulatedCUDABackend(CUDABackend):
 
     emulated = True
     address_space_cap = True  # plain host memory: the worker's cap applies
+    cpu_clock = "process"  # blocks run on several OS threads
     # what the static check of candidates allows beyond C: the runtime's services, and
     # __shared__ arrays, which the runtime refills before every block (no state kept)
     sandbox_functions = frozenset({

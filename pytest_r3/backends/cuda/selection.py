@@ -100,6 +100,10 @@ class AutoCUDABackend(Backend):
     def address_space_cap(self) -> bool:  # type: ignore[override]
         return self.chosen.address_space_cap
 
+    @property
+    def cpu_clock(self):  # type: ignore[override]
+        return self.chosen.cpu_clock
+
     def target_name(self) -> str:
         return self.chosen.target_name()
 
