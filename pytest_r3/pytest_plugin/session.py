@@ -112,16 +112,16 @@ class TunePlugin:
             write("no kernel to " + self.mode + (" (no lock entry for this target)"
                                                  if self.mode == "check" else ""))
         header = (f"{'kernel':<16} {'status':<22} {'baseline':>12} {'tuned':>12} "
-                  f"{'speedup (IQR)':>22} {'evals':>11}  changes")
+                  f"{'speedup [95%]':>22} {'evals':>11}  changes")
         if self.rows:
             write(header, bold=True)
         for row in self.rows:
-            speedup = "-" if row.speedup is None else (
-                f"{row.speedup:.2f}x ({row.speedup_q1:.2f}-{row.speedup_q3:.2f})")
             write(f"{row.label:<16} {row.status:<22} {_us(row.baseline_seconds):>12} "
-                  f"{_us(row.tuned_seconds):>12} {speedup:>22} "
+                  f"{_us(row.tuned_seconds):>12} {row.describe_interval():>22} "
                   f"{row.evaluations:>5} ({row.new_evaluations:>3})  {row.describe_changes()}",
                   red=row.status.startswith("FAIL"))
+            if row.describe_confirmation():
+                write(f"    {row.describe_confirmation()}")
             for sub in row.buckets:  # a specialised kernel: the variant of each bucket
                 speedup = "-" if sub.speedup is None else f"{sub.speedup:.2f}x"
                 write(f"    bucket {sub.bucket}: {sub.status}, {_us(sub.baseline_seconds)} -> "
