@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
 from ..errors import BackendError
 from ..model.pipeline import Pipeline
@@ -32,6 +33,10 @@ class Backend(abc.ABC):
     # False: the replay worker lifts its address-space cap for this backend (GPU drivers
     # reserve more virtual memory than any useful cap).
     address_space_cap: bool = True
+    # The CPU time read beside a timed launch's wall time, to see that it kept its core:
+    # "thread" (the timing thread's: a kernel that runs on the calling thread), "process"
+    # (a kernel that runs several threads of its own) or "none" (a device times it).
+    cpu_clock: Literal["thread", "process", "none"] = "thread"
 
     @abc.abstractmethod
     def target_name(self) -> str:

@@ -81,6 +81,7 @@ class CUDABackend(Backend):
     language = "cuda"
     launch_limits = LaunchLimits()
     address_space_cap = False  # the CUDA driver reserves more address space than any cap
+    cpu_clock = "none"  # the device times a launch; the host thread waits for it
 
     def __init__(self, arch: str | None = None) -> None:
         self._arch = check_arch(arch) if arch else None

@@ -122,6 +122,7 @@ class EmulatedCUDABackend(CUDABackend):
 
     emulated = True
     address_space_cap = True  # plain host memory: the worker's cap applies
+    cpu_clock = "process"  # blocks run on several OS threads
     # what the static check of candidates allows beyond C: the runtime's services, and
     # __shared__ arrays, which the runtime refills before every block (no state kept)
     sandbox_functions = frozenset({
@@ -293,6 +294,10 @@ class AutoCUDABackend(Backend):
     @property
     def address_space_cap(self) -> bool:  # type: ignore[override]
         return self.chosen.address_space_cap
+
+    @property
+    def cpu_clock(self):  # type: ignore[override]
+        return self.chosen.cpu_clock
 
     def target_name(self) -> str:
         return self.chosen.target_name()

@@ -366,6 +366,9 @@ class ReplayServer:
             raise WorkerDied(Result(protocol.CRASH, diagnostics=[
                 "the worker stopped timing a candidate that was not racing"],
                 details={"kind": "protocol"}))
+        if timing.stopped == "too_busy":
+            raise Rejected(protocol.TOO_BUSY, "too_busy", too_busy(timing),
+                           dropped=timing.dropped, taken=timing.taken)
         if timing.raced:  # a loser's buffers are not checked: it is never kept
             return timing
         which = arrays.get("set")
@@ -389,3 +392,11 @@ class ReplayServer:
             return self._ask("ping", {}, 30)[0] == "pong"
         except (WorkerDied, Rejected):
             return False
+
+
+def too_busy(timing: Timing) -> str:
+    """The one line a timing that could not be taken gives, instead of a figure."""
+    return (f"the machine was too busy to measure: {timing.dropped} of {timing.taken} timed "
+            f"slices lost the CPU to other processes (wall time beyond the thread's CPU "
+            f"time), and {timing.rounds} round(s) were clean; no figure is claimed. Run "
+            "again on a quieter machine (fewer parallel jobs).")

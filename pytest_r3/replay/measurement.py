@@ -22,8 +22,9 @@ from .statistics import NOISE_FLOOR, Verdict
 # far (whose own speedup then scales every figure into one against the baseline).
 Basis = Literal["baseline", "best_so_far"]
 # Why timing stopped before ``timing_rounds``: "" (it did not), the ratio settled, a race
-# was lost / tied / won, or the machine was too busy.
-Stop = Literal["", "settled", "raced", "tied", "ahead", "too_busy"]
+# was lost / tied / won, or rounds kept losing their core: "busy" (enough clean rounds for
+# a figure) or "too_busy" (too few: no figure).
+Stop = Literal["", "settled", "raced", "tied", "ahead", "busy", "too_busy"]
 STOPS: tuple[str, ...] = get_args(Stop)
 RACE_STOPS = ("raced", "tied", "ahead")  # reasons to stop timing that only a race has
 TimedOn = Literal["", "workloads", "test inputs"]
@@ -88,9 +89,10 @@ class CaseTiming(_Paired):
 
     def as_dict(self) -> dict:
         data = {"weight": self.weight, "baseline_samples": list(self.baseline_samples),
-                "candidate_samples": list(self.candidate_samples),
-                "baseline_median": self.baseline_median,
-                "candidate_median": self.candidate_median, "speedup": self.speedup}
+                "candidate_samples": list(self.candidate_samples)}
+        if self.baseline_samples:  # derived, for a reader; from_dict recomputes them
+            data.update(baseline_median=self.baseline_median,
+                        candidate_median=self.candidate_median, speedup=self.speedup)
         if self.workload is not None:
             data["workload"] = {"key": self.workload.key, "origin": self.workload.origin,
                                 "shape": self.workload.shape}
@@ -108,7 +110,9 @@ class Timing(_Paired):
     computed from them. ``dropped``: samples thrown away because the timing thread lost its
     core while they ran (wall time beyond CPU time), of ``taken`` samples in all;
     ``clock``: which CPU time was compared; ``counters``: the hardware counters read, or
-    why none were.
+    why none were. ``stopped`` "too_busy": too many rounds lost their core to be taken
+    again; such a timing may have no rounds and gives no figures (the evaluation's status
+    is then ``too_busy``).
     """
 
     baseline_samples: tuple[float, ...]
@@ -125,6 +129,10 @@ class Timing(_Paired):
     taken: int = 0
     clock: Clock = "thread"
     counters: str = ""
+    # per kept round, (baseline, candidate) user-mode cycles and instructions per launch,
+    # weighted like the samples; empty where the machine has no hardware counters
+    cycles: tuple[tuple[float, float], ...] = ()
+    instructions: tuple[tuple[float, float], ...] = ()
 
     # -- figures ---------------------------------------------------------------------------
     @property
@@ -188,7 +196,14 @@ class Timing(_Paired):
     # -- wire and disk -----------------------------------------------------------------------
     def as_dict(self) -> dict:
         """Plain data: the samples and what they were, plus the figures for a reader."""
-        low, high = self.interval
+        data = self._raw()
+        if self.rounds:  # derived, for people reading a result file; from_dict recomputes
+            data.update(speedup=self.speedup, interval=list(self.interval),
+                        baseline_median=self.baseline_median,
+                        candidate_median=self.candidate_median)
+        return data
+
+    def _raw(self) -> dict:
         return {
             "format": FORMAT,
             "baseline_samples": list(self.baseline_samples),
@@ -199,10 +214,9 @@ class Timing(_Paired):
             "scaled_by": self.scaled_by, "timed_on": self.timed_on,
             "dropped": self.dropped, "taken": self.taken, "clock": self.clock,
             "counters": self.counters,
-            # derived, for people reading a result file; from_dict computes them again
-            "speedup": self.speedup, "interval": [low, high],
-            "baseline_median": self.baseline_median,
-            "candidate_median": self.candidate_median, "rounds": self.rounds,
+            "cycles": [list(pair) for pair in self.cycles],
+            "instructions": [list(pair) for pair in self.instructions],
+            "rounds": self.rounds,
         }
 
     @classmethod
@@ -228,7 +242,9 @@ class Timing(_Paired):
                 raced=bool(data.get("raced", False)), stopped=str(data.get("stopped", "")),
                 basis=basis, scaled_by=scaled_by, timed_on=str(data.get("timed_on", "")),
                 dropped=int(data.get("dropped", 0)), taken=int(data.get("taken", 0)),
-                clock=str(data.get("clock", "thread")), counters=str(data.get("counters", "")))
+                clock=str(data.get("clock", "thread")), counters=str(data.get("counters", "")),
+                cycles=_pairs(data.get("cycles", ())),
+                instructions=_pairs(data.get("instructions", ())))
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise MalformedTiming(f"malformed timing figures: {exc}") from None
         problem = timing._problem(weights)
@@ -242,8 +258,13 @@ class Timing(_Paired):
         if self.basis not in get_args(Basis) or self.clock not in get_args(Clock) \
                 or self.timed_on not in get_args(TimedOn):
             return "unknown basis, clock or timed inputs"
-        if not self.baseline_samples or len(self.baseline_samples) != len(self.candidate_samples):
-            return "no rounds, or unpaired samples"
+        if len(self.baseline_samples) != len(self.candidate_samples):
+            return "unpaired samples"
+        if not self.baseline_samples and self.stopped != "too_busy":
+            return "no rounds"
+        if any(len(counted) not in (0, self.rounds) for counted in (self.cycles,
+                                                                     self.instructions)):
+            return "hardware counts do not match the rounds"
         if len(self.repeats) != len(self.cases) or any(r < 1 for r in self.repeats):
             return "launches per sample do not match the timed cases"
         if weights is not None and [c.weight for c in self.cases] != [float(w) for w in weights]:
@@ -271,6 +292,13 @@ class Timing(_Paired):
 
 def _samples(values: object) -> tuple[float, ...]:
     return tuple(float(x) for x in values)  # type: ignore[union-attr]
+
+
+def _pairs(values: object) -> tuple[tuple[float, float], ...]:
+    pairs = tuple((float(a), float(b)) for a, b in values)  # type: ignore[union-attr]
+    if not all(math.isfinite(x) and x >= 0 for pair in pairs for x in pair):
+        raise ValueError("hardware counts that are not finite and non-negative")
+    return pairs
 
 
 def _case(case: Mapping, index: int, data: Mapping) -> CaseTiming:

@@ -144,6 +144,9 @@ class ReplaySettings:
     min_sample_seconds: float = 2e-3   # each timed sample repeats launches up to this long
     timing_recordings: int = 2         # the largest N recordings are timed
     race_rounds: int = 3               # rounds before a clearly slower candidate may stop
+    # rounds taken again after a sample lost its core, per round planned, before the timing
+    # gives up as too busy (8: fewer than one clean round in nine attempts)
+    retakes_per_round: float = 8.0
     timed_keys: tuple = ()             # time only these recordings (one bucket's), if any
     seed: int = 0
     # Each layer of the trust model can be tested alone; these exist for that, never for use.
@@ -287,7 +290,7 @@ class Result:
                      f"{t.candidate_median * 1e6:.1f} us vs baseline "
                      f"{t.baseline_median * 1e6:.1f} us")
             if t.dropped:
-                text += f", {t.dropped} of {t.taken} samples dropped (descheduled)"
+                text += f", {t.dropped} of {t.taken} timed slices dropped (descheduled)"
             if t.within_noise:
                 text += " (within noise)"
         if self.review:

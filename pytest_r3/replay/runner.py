@@ -24,7 +24,9 @@ from ..model.signature import Signature, param_from_dict
 from . import protocol
 from .buffers import GuardedBuffer
 from .cases import Slot
+from .counters import Counters
 from .protocol import KernelSpec, Rejected, ReplaySettings
+from .sampling import Arguments
 from .timing import interleaved_speedup
 
 
@@ -50,6 +52,12 @@ class Runner:
         self.variants: dict[str, object] = {}
         self.cases: list[WorkerCase] = []
         self._repeats: dict[tuple, int] = {}  # launches per timed sample, by (reference, case)
+        # opened before the worker is sealed (perf_event_open is not on its allowlist)
+        self.counters = Counters() if getattr(self.backend, "cpu_clock", "thread") != "none" \
+            else None
+        if self.counters is not None and not self.counters.available:
+            print(f"pytest-r3 replay worker: {self.counters.reason}", file=sys.stderr,
+                  flush=True)
 
     # -- variants ----------------------------------------------------------------------------
     def build(self, name: str, ir: str, pipeline: dict, tunables: dict) -> dict:
@@ -119,10 +127,10 @@ class Runner:
         quick = ReplaySettings.from_dict({**self.settings.__dict__, "warmup_rounds": 0,
                                           "timing_rounds": 1, "min_timing_rounds": 1,
                                           "min_sample_seconds": 0.0})
-        args = [self._arguments(self.cases[0], {}, 0)[0] for _ in range(2)]
+        args = [Arguments([self._arguments(self.cases[0], {}, 0)[0]]) for _ in range(2)]
         baseline = self.variants["baseline"]
         interleaved_speedup(self.backend, baseline, baseline, args[:1], args[1:],
-                            quick).as_dict()
+                            quick, counters=self.counters).as_dict()
 
     # -- requests -----------------------------------------------------------------------------
     def run(self, variant: str, case_index: int, fills: dict, guard_seed: int,
@@ -161,18 +169,19 @@ class Runner:
         try:
             timing = interleaved_speedup(
                 self.backend, self.variants[reference], self.variants[variant],
-                [args for args, _ in sets["base"]], [args for args, _ in sets["cand"]],
+                [Arguments([args]) for args, _ in sets["base"]],
+                [Arguments([args]) for args, _ in sets["cand"]],
                 self.settings, weights, race_against,
                 [self._repeats.get((reference, index)) for index in case_indices],
                 # a winner against the best so far is timed again against the baseline: it
                 # may stop as soon as it has won; against the baseline, after the minimum
                 stop_ahead=self.settings.race_rounds if reference != "baseline"
-                else self.settings.min_timing_rounds)
+                else self.settings.min_timing_rounds, counters=self.counters)
             self._repeats.update(((reference, index), count)
                                  for index, count in zip(case_indices, timing.repeats))
         except KernelFault as fault:
             end_worker(fault)
-        if timing.raced:  # a loser is never kept: its buffers need no check
+        if timing.raced or timing.stopped == "too_busy":  # never kept: no check needed
             return {"timing": timing.as_dict()}, {}
         # the set of buffers the candidate ran on last (timing trades them every other round)
         last_round = timing.warmup_rounds + timing.rounds - 1

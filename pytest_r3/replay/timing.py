@@ -1,5 +1,6 @@
 """Interleaved timing: baseline and candidate alternate in one process, so a speedup is a
-ratio measured side by side and a busy machine slows both alike."""
+ratio measured side by side, and a sample that lost its core to another process is
+dropped and its round taken again (see sampling), so a busy machine cannot inflate it."""
 
 from __future__ import annotations
 
@@ -7,12 +8,10 @@ import math
 
 import numpy as np
 
+from .counters import Counters
 from .measurement import CaseTiming, Timing
+from .sampling import Arguments, Sampler
 from .statistics import NOISE_FLOOR
-
-
-def _sample(backend, launcher, args, repeat: int) -> float:
-    return float(sum(backend.time(launcher, args, repeat)))
 
 
 def _settled(base_times: list[float], cand_times: list[float]) -> bool:
@@ -56,76 +55,103 @@ def _ahead(base_times: list[float], cand_times: list[float], race_against: float
     return ahead >= max(1, rounds) and 4 * ahead >= 3 * len(ratios)
 
 
-def interleaved_speedup(backend, baseline, candidate, base_args: list, cand_args: list,
-                        settings, weights: list[float] | None = None,
+def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments],
+                        cand_args: list[Arguments], settings,
+                        weights: list[float] | None = None,
                         race_against: float | None = None,
                         repeats: list[int | None] | None = None,
-                        stop_ahead: int | None = None) -> Timing:
+                        stop_ahead: int | None = None,
+                        counters: Counters | None = None) -> Timing:
     """Baseline and candidate timed side by side, round after round (see Timing).
 
     ``base_args`` and ``cand_args`` are two sets of launch arguments, one per timed case.
     A round's time is the sum over cases of ``weight`` times the time of one launch (each
-    weight 1 when none are given); ``cases`` holds each case's own per-round times, medians
-    and ratio, so a weighted total and per-workload speedups come from one measurement.
+    weight 1 when none are given); ``cases`` holds each case's own per-round times, so a
+    weighted total and per-workload speedups come from one measurement.
     Each round times every case for both variants, the order alternating between rounds
     and the two sets of buffers traded every other round (where arrays land in memory can
     move a timing by 10% or more);
     a sample repeats the launch until it lasts about ``min_sample_seconds`` (``repeats``:
-    launches per sample already known, per case, from an earlier timing). Rounds stop
-    early, after ``min_timing_rounds``, once the ratio is steady (IQR under half the noise
-    floor), and at ``timing_rounds`` otherwise. With ``race_against`` (the best speedup so
+    launches per sample already known, per case, from an earlier timing), in slices whose
+    wall time is checked against the thread's CPU time (see sampling): a round with a
+    sample that lost its core is taken again, at most ``retakes_per_round`` times per
+    round planned, after which the rounds stop: ``busy`` with at least
+    ``min_timing_rounds`` clean rounds (their figures stand, with a wider interval),
+    ``too_busy`` with fewer. Rounds stop early, after
+    ``min_timing_rounds``, once the ratio is steady (IQR under half the noise floor), and
+    at ``timing_rounds`` otherwise. With ``race_against`` (the best speedup so
     far), they stop as soon as the candidate has clearly lost (``raced`` in the result), or
     is tied with it after ``min_timing_rounds``, or has clearly won in ``stop_ahead``
     rounds (None: never; a winner's speedup becomes what later candidates race against).
     ``stopped`` says which rule ended the rounds ("" when they all ran).
     """
+    sampler = Sampler(backend, counters)
     known = repeats or [None] * len(base_args)
-    repeats = []
+    repeats, slices = [], []
     for args, count in zip(base_args, known, strict=True):
+        single = sampler.single(baseline, args)
         if count is None:  # the baseline's time decides; a worker remembers it per case
-            single = _sample(backend, baseline, args, 1)
-            count = max(1, min(10_000, math.ceil(settings.min_sample_seconds
-                                                 / max(single, 1e-9))))
+            count = sampler.launches(single, max(1, min(10_000, math.ceil(
+                settings.min_sample_seconds / single))))
         repeats.append(count)
+        slices.append(sampler.per_slice(single, args))
     weights = [1.0] * len(base_args) if weights is None else [float(w) for w in weights]
     base_times, cand_times = [], []
+    counted: list[tuple[float, float, float, float]] = []
     raced, stopped = False, ""
     per_case: list[tuple[list[float], list[float]]] = [([], []) for _ in base_args]
     warmup = settings.warmup_rounds if race_against is None else \
         min(settings.warmup_rounds, settings.race_warmup_rounds)
-    for round_index in range(warmup + settings.timing_rounds):
-        base_total = cand_total = 0.0
-        for number, (b_args, c_args, repeat) in enumerate(
-                zip(base_args, cand_args, repeats, strict=True)):
+    round_index = retakes = 0
+    while round_index < warmup + settings.timing_rounds:
+        timed = round_index >= warmup
+        ones = []
+        for b_args, c_args, repeat, per_slice in zip(base_args, cand_args, repeats, slices,
+                                                      strict=True):
             if round_index // 2 % 2:  # trade buffers every other round: placement cancels
                 b_args, c_args = c_args, b_args
+            pair = [(baseline, b_args), (candidate, c_args)]
             if round_index % 2:
-                cand_one = _sample(backend, candidate, c_args, repeat) / repeat
-                base_one = _sample(backend, baseline, b_args, repeat) / repeat
-            else:
-                base_one = _sample(backend, baseline, b_args, repeat) / repeat
-                cand_one = _sample(backend, candidate, c_args, repeat) / repeat
-            base_total += weights[number] * base_one
-            cand_total += weights[number] * cand_one
-            if round_index >= warmup:
-                per_case[number][0].append(base_one)
-                per_case[number][1].append(cand_one)
-        if round_index >= warmup:
-            base_times.append(base_total)
-            cand_times.append(cand_total)
-            if len(base_times) >= settings.min_timing_rounds and _settled(base_times, cand_times):
-                stopped = "settled"
-            elif _outrun(base_times, cand_times, race_against, settings):
-                stopped, raced = "raced", True
-            elif _tied(base_times, cand_times, race_against, settings):
-                stopped = "tied"
-            elif stop_ahead is not None and _ahead(base_times, cand_times, race_against,
-                                                   stop_ahead):
-                stopped = "ahead"
-            if stopped:
+                pair.reverse()
+            taken = {id(args): sampler.sample(launcher, args, repeat, per_slice, timed)
+                     for launcher, args in pair}
+            ones.append((taken[id(b_args)], taken[id(c_args)]))
+        if any(s.seconds is None for pair in ones for s in pair):
+            retakes += 1
+            if retakes > settings.retakes_per_round * (warmup + settings.timing_rounds):
+                # enough clean rounds give a figure (a wider interval); fewer give none
+                enough = len(base_times) >= max(1, settings.min_timing_rounds)
+                stopped = "busy" if enough else "too_busy"
                 break
+            continue  # the same round again: same order, same buffers
+        round_index += 1
+        if not timed:
+            continue
+        for number, (base_one, cand_one) in enumerate(ones):
+            per_case[number][0].append(base_one.seconds)
+            per_case[number][1].append(cand_one.seconds)
+        base_times.append(sum(w * b.seconds for w, (b, _) in zip(weights, ones)))
+        cand_times.append(sum(w * c.seconds for w, (_, c) in zip(weights, ones)))
+        counted.append(tuple(sum(w * getattr(s, what) for w, s in zip(weights, side))
+                             for what in ("cycles", "instructions")
+                             for side in ([b for b, _ in ones], [c for _, c in ones])))
+        if len(base_times) >= settings.min_timing_rounds and _settled(base_times, cand_times):
+            stopped = "settled"
+        elif _outrun(base_times, cand_times, race_against, settings):
+            stopped, raced = "raced", True
+        elif _tied(base_times, cand_times, race_against, settings):
+            stopped = "tied"
+        elif stop_ahead is not None and _ahead(base_times, cand_times, race_against,
+                                               stop_ahead):
+            stopped = "ahead"
+        if stopped:
+            break
     return Timing(
         baseline_samples=tuple(base_times), candidate_samples=tuple(cand_times),
         cases=tuple(CaseTiming(weight, tuple(b), tuple(c))
                     for (b, c), weight in zip(per_case, weights, strict=True)),
-        repeats=tuple(repeats), warmup_rounds=warmup, raced=raced, stopped=stopped)
+        repeats=tuple(repeats), warmup_rounds=warmup, raced=raced, stopped=stopped,
+        dropped=sampler.dropped, taken=sampler.taken, clock=sampler.clock,
+        counters=counters.describe() if counters is not None else "",
+        cycles=tuple((b, c) for b, c, _, _ in counted) if sampler.counting else (),
+        instructions=tuple((b, c) for _, _, b, c in counted) if sampler.counting else ())

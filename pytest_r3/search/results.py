@@ -11,8 +11,8 @@ does not see it (the line stays, for when that context comes back).
 
 Lines are appended under the file's lock, one write each, flushed; a line torn by a kill
 is ignored, and the next line starts on a line of its own. A stored result that cannot be
-read as a :class:`~pytest_r3.replay.protocol.Result` (a shape no version wrote) is measured
-again, as if it were not there.
+read as a :class:`~pytest_r3.replay.protocol.Result` (a shape no version wrote), or that
+says the machine was too busy to measure, is measured again, as if it were not there.
 """
 
 from __future__ import annotations
@@ -105,9 +105,10 @@ class ResultStore:
         if entry is None:
             return None
         try:
-            return Result.from_dict(entry["result"])
+            result = Result.from_dict(entry["result"])
         except (TypeError, ValueError):
             return None
+        return None if result.status == "too_busy" else result  # no measurement to reuse
 
     def reusable(self, key: str, seed: int) -> Result | None:
         """The stored result for ``key`` if it can stand for a new measurement (see
