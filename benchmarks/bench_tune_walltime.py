@@ -25,7 +25,7 @@ time: the work done, steadier than wall time on a shared machine.
 Run from the repository root::
 
     python benchmarks/bench_tune_walltime.py --before ../before [--budget 60] [--seed 0]
-        [--repeats 3] [--without-workloads-only]
+        [--repeats 3] [--without-workloads-only | --with-workloads-only]
 """
 
 from __future__ import annotations
@@ -137,6 +137,9 @@ def main() -> None:
     parser.add_argument("--without-workloads-only", action="store_true",
                         help="leave out the 'now' run with the workloads (compare like with "
                              "like in less time)")
+    parser.add_argument("--with-workloads-only", action="store_true",
+                        help="leave out the 'now, no workloads' run (when --before times "
+                             "workloads too)")
     args = parser.parse_args()
     before = args.before.resolve()
     if not (before / "pytest_r3").is_dir() or not (before / "example_project").is_dir():
@@ -152,6 +155,8 @@ def main() -> None:
             ("now, no workloads", ROOT, ["-k", "not benchmark"])]
     if args.without_workloads_only:
         runs = [run for run in runs if run[0] != "now"]
+    if args.with_workloads_only:
+        runs = [run for run in runs if run[0] != "now, no workloads"]
     print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} "
           f"CPU(s); before = {before} ({commit(before)}), now = {ROOT} ({commit(ROOT)}); "
           f"budget {args.budget}, seed {args.seed}, workers {args.workers or 'one per core'}, "

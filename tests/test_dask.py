@@ -40,7 +40,7 @@ from pytest_r3.replay.dask_pool import (  # noqa: E402
     choose_workers,
     parse_address,
 )
-from pytest_r3.replay.protocol import Candidate, KernelSpec, ReplaySettings, Result  # noqa: E402
+from pytest_r3.replay.protocol import Candidate, KernelSpec, ReplaySettings  # noqa: E402
 
 # ORDER=0 walks the matrix column by column (slow), ORDER=1 row by row; CRASH=1 writes
 # through a null pointer, a crash in the contained worker, never in the Dask worker
@@ -153,12 +153,13 @@ def test_dask_gives_the_lock_entry_of_the_local_pool(tmp_path: Path):
             sorted(r["key"] for r in results(local))  # the same seed asked the same points
         if (local / "r3.lock").exists() and (dask / "r3.lock").exists():
             break
-        # on a busy machine a 30x speedup can measure as noise (its ratios' spread is wide),
-        # and the baseline is kept: only that may stop a run from writing the lock entry
-        for project in (local, dask):
+        # on a busy machine a 30x speedup can measure as noise (its interval, or the noise
+        # band of the baseline against itself, is wide), and the baseline is kept: only
+        # that may stop a run from writing the lock entry
+        for project, output in ((local, plain.stdout), (dask, spread.stdout)):
             if not (project / "r3.lock").exists():
-                assert any(Result.from_dict(r["result"]).timing.within_noise
-                           for r in results(project) if r["candidate"]["macros"]), project
+                assert "beyond the noise band" in output \
+                    or "did not reproduce in a fresh worker process" in output, output
     else:
         pytest.fail("three times, timing noise kept the baseline in one of the runs")
 

@@ -124,6 +124,10 @@ def test_tune_finds_the_faster_order_and_writes_lock_and_reports(project: Path):
     regressed = run(project, "--r3-check")
     assert regressed.returncode == 1, regressed.stdout
     assert "FAIL: slower" in regressed.stdout
+    # measured again, in a fresh worker process, before the build failed; both reported
+    assert "measured twice:" in regressed.stdout and "then, in a fresh worker process" \
+        in regressed.stdout, regressed.stdout
+    assert "noise band" in regressed.stdout
 
     # a changed source makes the entry stale: the check fails and says to re-tune
     (project / "tune_scale.c").write_text(KERNEL_C + "\n/* edited */\n")

@@ -20,7 +20,7 @@ def table_lines(rows: list[KernelReport]) -> list[tuple[str, bool]]:
         return []
     width = min(max(6, *(len(row.label) for row in rows)), 22)
     lines = [(f"{'kernel':<{width}} {'status':<24} {'baseline':>9} {'tuned':>9} "
-              f"{'speedup (IQR)':>19} {'evals (new)':>12}", False)]
+              f"{'speedup [95%]':>19} {'evals (new)':>12}", False)]
 
     def wrapped(text: str, indent: str = "    ", red: bool = False) -> None:
         lines.extend((line, red) for line in textwrap.wrap(
@@ -36,6 +36,8 @@ def table_lines(rows: list[KernelReport]) -> list[tuple[str, bool]]:
                       f"{f'{row.evaluations} ({row.new_evaluations})':>12}", red))
         if len(row.label) > width or len(row.status) > 24:
             wrapped(f"{row.label}: {row.status}", red=red)
+        if row.describe_confirmation():
+            wrapped(row.describe_confirmation())
         if row.changes:
             wrapped(f"settings: {row.describe_changes()}")
         for sub in row.buckets:  # a specialised kernel: the variant of each bucket
@@ -54,8 +56,5 @@ def table_lines(rows: list[KernelReport]) -> list[tuple[str, bool]]:
 
 
 def _speedup(row: KernelReport) -> str:
-    if row.speedup is None:
-        return "-"
-    if row.speedup_q1 is None or row.speedup_q3 is None:
-        return f"{row.speedup:.2f}x"
-    return f"{row.speedup:.2f}x ({row.speedup_q1:.2f}-{row.speedup_q3:.2f})"
+    """The confirmed speedup with its 95% interval (the search's figures never show here)."""
+    return row.describe_interval()

@@ -25,8 +25,8 @@ from ..model.signature import Signature, param_from_dict
 from . import protocol
 from .buffers import GuardedBuffer, PlainBuffer
 from .cases import Slot
-from .heartbeat import quiet
 from .counters import Counters
+from .heartbeat import quiet
 from .protocol import KernelSpec, Rejected, ReplaySettings
 from .sampling import Arguments
 from .timing import interleaved_speedup

@@ -35,6 +35,9 @@ def _benchmark(row: KernelReport, which: str, samples: list[float]) -> dict:
         "param": which,
         "extra_info": {"target": row.target, "status": row.status, "speedup": row.speedup,
                        "baseline_kept": row.baseline_kept,
+                       "interval": row.interval, "noise_band": row.noise_band,
+                       "dropped_share": row.dropped_share, "confirmed_in": row.confirmed_in,
+                       "search_estimate": row.search_estimate,
                        "changes": row.changes, "evaluations": row.evaluations,
                        "timed_on": row.timed_on,
                        "workloads": [{k: v for k, v in w.items() if not k.endswith("samples")}

@@ -43,11 +43,7 @@ def _e(text: object) -> str:
 
 
 def _interval(row: KernelReport) -> str:
-    if row.speedup is None:
-        return "-"
-    if row.speedup_q1 is None or row.speedup_q3 is None:
-        return f"{row.speedup:.2f}x"
-    return f"{row.speedup:.2f}x ({row.speedup_q1:.2f}-{row.speedup_q3:.2f})"
+    return row.describe_interval()
 
 
 def _header(run: RunInfo, rows: list[KernelReport]) -> str:
@@ -66,7 +62,7 @@ def _header(run: RunInfo, rows: list[KernelReport]) -> str:
 def _summary(rows: list[KernelReport]) -> str:
     lines = ["<h2>Summary</h2><table><tr><th>kernel</th><th>status</th>"
              "<th class='num'>baseline</th><th class='num'>tuned</th>"
-             "<th class='num'>confirmed speedup (IQR)</th><th class='num'>evaluations</th>"
+             "<th class='num'>confirmed speedup [95%]</th><th class='num'>evaluations</th>"
              "<th class='num'>failed</th><th>settings</th></tr>"]
     for row in with_buckets(rows):
         failed = sum(cause["count"] for cause in row.failure_causes)
@@ -80,11 +76,12 @@ def _summary(rows: list[KernelReport]) -> str:
             f"<td class='num'>{failed}</td><td><code>{_e(row.describe_changes())}</code>"
             "</td></tr>")
     lines.append("</table>")
-    measured = [(row.label, row.speedup, row.speedup_q1, row.speedup_q3)
+    measured = [(row.label, row.speedup, *(row.interval if len(row.interval) == 2
+                                           else (None, None)))
                 for row in with_buckets(rows) if row.speedup]
     if measured:
         lines.append(svg.bars(measured, "confirmed speedup over the baseline (x); whiskers: "
-                                        "interquartile range; dashed: 1x"))
+                                        "95% interval; dashed: 1x"))
     return "".join(lines)
 
 
@@ -96,11 +93,12 @@ def _headline(row: KernelReport) -> str:
     if row.speedup is None:
         return f"<p class='big muted'>{_e(row.status)}</p>"
     css = "good" if row.speedup >= 1 else "fail"
-    interval = (f" (interquartile range {row.speedup_q1:.2f}-{row.speedup_q3:.2f})"
-                if row.speedup_q1 is not None and row.speedup_q3 is not None else "")
+    interval = (f" (95% interval {row.interval[0]:.2f}-{row.interval[1]:.2f})"
+                if len(row.interval) == 2 else "")
     return (f"<p><span class='big {css}'>{row.speedup:.2f}x</span> confirmed{interval}: "
             f"{human_seconds(row.baseline_seconds)} &rarr; {human_seconds(row.tuned_seconds)}"
-            f" per timed run, {_e(row.status)}</p>")
+            f" per timed run, {_e(row.status)}</p>"
+            f"<p class='muted'>{_e(row.describe_confirmation())}</p>")
 
 
 def _setting_groups(row: KernelReport) -> list[tuple[str, float, list[tuple[str, list[float]]]]]:
@@ -240,9 +238,10 @@ def render(rows: list[KernelReport], run: RunInfo | None = None) -> str:
         body += [_kernel(row, run) for row in with_buckets(rows)]
     else:
         body.append("<p>No kernel was tuned or checked in this run.</p>")
-    body.append("<p class='muted'>Speedups are medians of baseline/tuned time ratios measured "
-                "interleaved in one process, confirmed after the search; the per-evaluation "
-                "figures are the search's estimates.</p>")
+    body.append("<p class='muted'>Speedups are measured interleaved against the baseline and "
+                "confirmed in a fresh worker process after the search, with their 95% interval "
+                "and the noise band learned by timing the baseline against itself; the "
+                "per-evaluation figures are the search's estimates, never claims.</p>")
     return ("<!doctype html><html lang='en'><head><meta charset='utf-8'>"
             f"<title>pytest-r3 {_e(run.kind)} report</title>"
             f"<meta name='viewport' content='width=device-width'><style>{CSS}</style></head>"

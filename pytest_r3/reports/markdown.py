@@ -14,17 +14,20 @@ def render(rows: list[KernelReport], kind: str = "tuning") -> str:
     lines = [
         f"## pytest-r3 {kind} report",
         "",
-        "| kernel | target | status | baseline | tuned | speedup (IQR) | evaluations | changes |",
+        "| kernel | target | status | baseline | tuned | speedup [95% interval] | evaluations "
+        "| changes |",
         "|---|---|---|---:|---:|---:|---:|---|",
     ]
     for row in with_buckets(rows):
-        speedup = "-" if row.speedup is None else (
-            f"{row.speedup:.2f}x ({row.speedup_q1:.2f}-{row.speedup_q3:.2f})")
         flag = " (review)" if row.review else ""
         lines.append(
             f"| {_name(row)} | {row.target} | {row.status}{flag} | {_us(row.baseline_seconds)} "
-            f"| {_us(row.tuned_seconds)} | {speedup} | {row.evaluations} "
+            f"| {_us(row.tuned_seconds)} | {row.describe_interval()} | {row.evaluations} "
             f"({row.new_evaluations} new) | {row.describe_changes()} |")
+    confirmations = [(row, row.describe_confirmation()) for row in with_buckets(rows)]
+    if any(text for _, text in confirmations):
+        lines += ["", "What each figure rests on:", ""] + [
+            f"- {_name(row)}: {text}" for row, text in confirmations if text]
     specialised = [row for row in rows if row.buckets]
     if specialised:
         lines += ["", "Shape-specialised kernels (specialize=): each bucket row is the variant "
@@ -59,8 +62,12 @@ def render(rows: list[KernelReport], kind: str = "tuning") -> str:
         lines += ["", f"Timed on the oracle tests' inputs (no workload recorded): "
                   f"{', '.join(f'`{k}`' for k in test_sized)}; add a benchmark test with "
                   "production-sized inputs to time what users run."]
-    lines += ["", "Speedups are medians of baseline/tuned ratios measured interleaved in one "
-              "process; IQR is their interquartile range."]
+    lines += ["", "A speedup is a claim confirmed in a fresh worker process that took no part "
+              "in the search: the median of baseline/tuned ratios measured interleaved, with "
+              "its 95% interval, claimed only when the whole interval lies above the kernel's "
+              "noise band (the baseline timed against itself on this machine). Samples during "
+              "which the worker lost its core are dropped, and their share is given. Search "
+              "estimates rank candidates and are never claimed."]
     return "\n".join(lines) + "\n"
 
 

@@ -17,6 +17,12 @@ class KernelReport:
     speedup_q3: float | None = None
     interval: list[float] = field(default_factory=list)  # the speedup's 95% interval
     dropped_share: float | None = None  # of timed samples, dropped as descheduled
+    # this machine's band of no difference for the kernel ([low, high], from timing the
+    # baseline against itself); a claim's whole interval lies above it
+    noise_band: list[float] = field(default_factory=list)
+    search_estimate: float | None = None  # the search's figure for the winner: an estimate
+    confirmed_in: str = ""           # where the speedup above was measured: "fresh worker
+                                     # process" for a claim, "" when nothing was claimed
     evaluations: int = 0
     new_evaluations: int = 0
     optimizer: str = ""
@@ -61,6 +67,31 @@ class KernelReport:
     def baseline_kept(self) -> bool:
         """The search ran and found nothing to lock: the baseline stays."""
         return self.status == "baseline kept"
+
+    def describe_interval(self) -> str:
+        """The speedup with its 95% interval, ``2.91x [2.80-3.02]``, or "-"."""
+        if self.speedup is None:
+            return "-"
+        if len(self.interval) != 2:
+            return f"{self.speedup:.2f}x"
+        return f"{self.speedup:.2f}x [{self.interval[0]:.2f}-{self.interval[1]:.2f}]"
+
+    def describe_confirmation(self) -> str:
+        """One line on what the speedup rests on: where it was confirmed, its interval, the
+        noise band, the share of samples dropped, and the search's estimate ("" if none)."""
+        parts = []
+        if self.speedup is not None and self.confirmed_in:
+            parts.append(f"confirmed in a {self.confirmed_in}: {self.speedup:.2f}x"
+                         + (f", 95% interval {self.interval[0]:.2f}-{self.interval[1]:.2f}"
+                            if len(self.interval) == 2 else ""))
+        if len(self.noise_band) == 2:
+            parts.append(f"noise band {self.noise_band[0]:.3f}-{self.noise_band[1]:.3f} "
+                         "(baseline against itself)")
+        if self.dropped_share is not None and self.confirmed_in:
+            parts.append(f"{100 * self.dropped_share:.0f}% of timed samples dropped")
+        if self.search_estimate is not None:
+            parts.append(f"search estimate {self.search_estimate:.2f}x")
+        return "; ".join(parts)
 
     def describe_changes(self) -> str:
         if not self.changes:

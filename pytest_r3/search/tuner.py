@@ -18,6 +18,7 @@ from queue import Queue
 
 from ..errors import R3Error
 from ..replay.protocol import INVALID, OK, Candidate, Result, Status
+from ..replay.statistics import NOISE_FLOOR
 from .parametrization import SearchSpace
 from .results import ResultStore, configuration_key
 
@@ -166,7 +167,8 @@ class Tuner:
                  budget: Budget = Budget(evaluations=100),
                  progress: Callable[[Outcome], None] | None = None,
                  confirm_top: int = 3, max_repeats: int = 200,
-                 source_text: str | None = None, remeasure: bool = False) -> None:
+                 source_text: str | None = None, remeasure: bool = False,
+                 band: float = NOISE_FLOOR) -> None:
         import nevergrad as ng
 
         if optimizer not in ng.optimizers.registry:
@@ -188,6 +190,7 @@ class Tuner:
         self.max_repeats = max_repeats
         self.source_text = source_text  # a rewrite whose settings are searched
         self.remeasure = remeasure  # --r3-retune: no stored result is reused
+        self.band = band  # this machine's noise band for the kernel (from an A/A run)
 
     def _evaluate_one(self, candidate: Candidate) -> tuple[Result, bool]:
         """(result, came from the store) for ``candidate``, on the first free server."""
@@ -384,7 +387,9 @@ class Tuner:
         During the search workers time candidates side by side and a lucky measurement can
         look like a win, and a candidate that lost its race was verified on the smallest
         recording only; the confirmation runs have the machine to themselves and check
-        everything.
+        everything. A finalist counts only when its whole interval lies above the noise
+        band (``band``); the winner is confirmed once more by the caller, in a fresh
+        worker process, before anything is claimed.
         """
         ranked: dict[str, tuple[float, Candidate]] = {}
         direct: dict[str, tuple[float, Candidate]] = {}
@@ -412,7 +417,7 @@ class Tuner:
                 result = self.servers[0].evaluate(candidate.unraced())
                 outcome.confirmations.append((candidate, result))
             timing = result.timing
-            if result.ok and timing is not None and not timing.within_noise \
+            if result.ok and timing is not None and timing.verdict(self.band) == "faster" \
                     and timing.speedup > best_speedup:
                 best_speedup = timing.speedup
                 outcome.best_candidate, outcome.best_result = candidate, result

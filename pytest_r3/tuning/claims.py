@@ -22,6 +22,7 @@ from ..replay.statistics import band_from
 # effect as well as significance): a variant 2% faster is not worth a lock entry, and
 # buffer placement alone moves timings that much between processes.
 MIN_EFFECT = 0.03
+CONFIRMED_IN = "fresh worker process"  # where a claim is measured (reports, r3.lock)
 
 
 @dataclass(frozen=True)
@@ -43,13 +44,32 @@ class Band:
     def describe(self) -> str:
         return f"{self.low:.3f}-{self.high:.3f}"
 
+    def said(self) -> str:
+        """The band and the A/A measurement behind it, for the terminal."""
+        timing = None if self.calibration is None else self.calibration.timing
+        if timing is None:
+            why = "" if self.calibration is None else f": {self.calibration.reason()}"
+            return (f"noise band {self.describe()} (the baseline could not be timed against "
+                    f"itself{why}; the minimum effect)")
+        low, high = timing.interval
+        return (f"noise band {self.describe()} (the baseline timed against itself: "
+                f"{timing.speedup:.3f}x, 95% interval {low:.3f}-{high:.3f}, "
+                f"{100 * timing.dropped_share:.0f}% of samples dropped)")
+
 
 def calibrate(server, kernel: str) -> Band:
-    """The kernel's noise band: the baseline timed against itself, in full, on ``server``."""
+    """The kernel's noise band: the baseline timed against itself, in full, on ``server``.
+
+    Its width is how far that A/A speedup lands from 1 (at least ``MIN_EFFECT``): the size
+    of a phantom speedup this machine produces now, for this kernel, from two identical
+    builds (buffer placement, code alignment, a busy neighbour). Not the A/A interval: a
+    claim's own interval already carries its measurement's uncertainty, and counting it
+    twice would let a few disturbed rounds of the A/A run veto every claim."""
     result = server.evaluate(Candidate(label=f"{kernel} A/A (the baseline against itself)"))
     if not result.ok or result.timing is None:
         return Band(MIN_EFFECT, None)
-    return Band(band_from(result.timing.interval, MIN_EFFECT), result)
+    estimate = result.timing.speedup
+    return Band(band_from((estimate, estimate), MIN_EFFECT), result)
 
 
 @dataclass(frozen=True)
@@ -78,7 +98,7 @@ class Claim:
                     f"fresh worker process: {self.result.reason()}")
         timing = self.result.timing
         low, high = timing.interval
-        return (f"not locked: the winner did not reproduce in a fresh worker process "
+        return (f"not locked: the winner did not reproduce in a {CONFIRMED_IN} "
                 f"({searched}confirmed {timing.speedup:.2f}x, interval {low:.2f}-{high:.2f}, "
                 f"not wholly above the noise band {self.band.describe()})")
 

@@ -20,6 +20,7 @@ from ..reports.model import describe_settings
 from ..search.parametrization import SearchSpace
 from ..search.results import ResultStore, configuration_key, result_context
 from ..search.tuner import Tuner
+from .claims import CONFIRMED_IN, calibrate, confirm
 from .context import Tuning
 from .rows import measured
 
@@ -124,27 +125,40 @@ def _tune_variant(kernel, tuning: Tuning, lock_path, row: KernelReport,
                 tuning.say(f"pytest-r3: {kernel.name}: candidate {pool.containment}")
             if getattr(pool, "description", ""):
                 tuning.say(f"pytest-r3: {kernel.name}: {pool.description}")
+            band = calibrate(pool.servers[0], kernel.name)  # before any candidate runs
+            tuning.say(f"pytest-r3: {row.label}: {band.said()}")
             outcome = Tuner(kernel.name, kernel.source.hash, space, pool.servers, store,
                             optimizer=settings.optimizer, seed=settings.seed,
                             budget=settings.budget, remeasure=settings.retune,
+                            band=band.width,
                             progress=_progress(tuning, settings.budget, pool)).run()
             best, result = outcome.best_candidate, outcome.best_result
             # one source serves every bucket: rewrites are evolved without specialize= only
             if settings.llm is not None and tuning.model_stopped is None and bucket is None:
                 evolution = _evolve(kernel, tuning, pool.servers, space, store, target, best,
                                     result)
-                best, result = _best_rewrite(kernel, pool.servers[0], evolution, best, result)
+                best, result = _best_rewrite(kernel, pool.servers[0], evolution, best, result,
+                                             band)
+            claim = None if best is None else confirm(pool, best, band)
     except Exception as exc:  # one kernel's trouble must not stop the others
         row.status = "FAILED: tuning error"
         row.notes.append(f"{type(exc).__name__}: {exc}")
         return row
+    row.noise_band = [band.low, band.high]
     _describe_search(row, outcome, evolution)
     _log_evaluations(row, outcome, store, kernel.source.hash, tuning.root)
-    if best is None:
-        row.notes.append("no variant was faster than the baseline beyond the noise")
+    if best is None or claim is None:
+        row.notes.append(f"no variant was faster than the baseline beyond the noise band "
+                         f"{band.describe()}")
         commit(None)
         return row
-    measured(row, result.timing)
+    row.search_estimate = result.speedup
+    if not claim.holds:  # the claim did not reproduce where the search took no part
+        row.notes.append(claim.why_not(result.speedup))
+        commit(None)
+        return row
+    measured(row, claim.result.timing)
+    row.confirmed_in = CONFIRMED_IN
     _achieved_work(kernel, tuning, row)
     row.changes = {"macros": best.macros, "pipeline": best.pipeline,
                    "source": best.source_text is not None}
@@ -183,7 +197,10 @@ def _lock_entry(kernel, tuning: Tuning, row: KernelReport, best: Candidate,
         "baseline_seconds": round(row.baseline_seconds, 9),
         "tuned_seconds": round(row.tuned_seconds, 9),
         "speedup": round(row.speedup, 4),
-        "speedup_iqr": [round(row.speedup_q1, 4), round(row.speedup_q3, 4)],
+        "speedup_interval": [round(x, 4) for x in row.interval],
+        "noise_band": [round(x, 4) for x in row.noise_band],
+        "dropped_share": round(row.dropped_share or 0.0, 4),
+        "confirmed_in": row.confirmed_in,
         "evaluations": row.evaluations,
         "optimizer": optimizer,
         "oracle_tests": len(tuning.oracle_tests(kernel.name)),
@@ -274,8 +291,9 @@ def _achieved_work(kernel, tuning: Tuning, row: KernelReport) -> None:
             return
 
 
-def _best_rewrite(kernel, server, evolution, best, result):
-    """The evolution's best rewrite, measured again alone, if it beats the settings' best."""
+def _best_rewrite(kernel, server, evolution, best, result, band):
+    """The evolution's best rewrite, measured again alone, if it beats the settings' best
+    with its whole interval above the noise ``band``."""
     elite = evolution.best
     if elite is None or elite.source == kernel.source.text:
         return best, result
@@ -283,7 +301,8 @@ def _best_rewrite(kernel, server, evolution, best, result):
                         label=f"{kernel.name} best rewrite")
     confirmed = server.evaluate(rewrite)
     inner = result.speedup if result is not None and result.speedup else 1.0
-    if confirmed.ok and confirmed.timing is not None and not confirmed.timing.within_noise \
+    if confirmed.ok and confirmed.timing is not None \
+            and confirmed.timing.verdict(band.width) == "faster" \
             and confirmed.timing.speedup > inner:
         return rewrite, confirmed
     return best, result
