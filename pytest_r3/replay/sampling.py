@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .counters import Counters
 
@@ -66,7 +66,6 @@ class Sampler:
     counters: Counters | None = None
     taken: int = 0
     dropped: int = 0
-    slices: dict = field(default_factory=dict)
 
     @property
     def clock(self) -> str:
