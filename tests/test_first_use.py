@@ -151,9 +151,12 @@ def test_tune_names_failure_causes_fits_100_columns_and_reports_every_kernel(pyt
 def test_a_lock_that_cannot_be_written_is_one_line(pytester, project):
     (project / "r3.lock").mkdir()  # not a file: neither readable nor replaceable
     result, output = run(pytester, "--r3-tune", "--r3-budget=4", "--r3-kernels=fu_scale")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED, output
-    result.stdout.fnmatch_lines(["fu_scale*FAILED: lock not written*",
-                                 f"FAILED fu_scale: *{project / 'r3.lock'}*"])
+    # refused before any tuning runs, in one line naming the file
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, output
+    assert "INTERNALERROR" not in output
+    errors = [line for line in result.stderr.lines if line.startswith("ERROR")]
+    assert len(errors) == 1 and str(project / "r3.lock") in errors[0], output
+    assert "pytest-r3 tuning" not in output
 
 
 def test_tune_with_no_kernel_declared_says_how_to_declare_one(pytester):
