@@ -392,9 +392,13 @@ class ReplayServer:
         if which is None or which.shape != (1,) or int(which[0]) not in (0, 1):
             raise WorkerDied(Result(protocol.CRASH, diagnostics=[
                 "the worker did not say which buffers it checked"], details={"kind": "protocol"}))
+        # a device times launches on its own copies of the buffers: the host's hold no
+        # timed launch's outputs, so what timing worked on is checked on the CPU only
+        host_timed = get_backend(self.spec.backend).cpu_clock != "none"
         for position, case in enumerate(timed):
-            self.judge.check_timed(case, {n: arrays.get(f"{position}.{n}.timed")
-                                          for n in in_place(case)})
+            if host_timed:
+                self.judge.check_timed(case, {n: arrays.get(f"{position}.{n}.timed")
+                                              for n in in_place(case)})
             for parity in (0, 1):
                 storages = {str(n): arrays.get(f"{position}.{n}.{parity}")
                             for n in range(len(case.slots))}
