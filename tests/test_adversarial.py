@@ -72,6 +72,7 @@ CLASS_WORDS = {
     "modified_input": r"modif|read-only",
     "uninitialised": r"uninitiali[sz]ed",
     "timed_output": r"tim(ed|ing)",
+    "timed_data": r"timed launches did not work on the recorded values",
     "stale_output": r"outputs it left|already look computed",
     "syscall": r"system call|syscall|seccomp|SIGSYS",
 }
@@ -152,8 +153,9 @@ CASES = [
     # header), and how many calls came before
     Case("layout_probe_skip", S, _v(WRONG, "timed_output", "production_layout"),
          words="production layout"),
-    Case("layout_probe_late", A, _v(WRONG, "timed_output", "production_layout"),
-         words="production layout"),
+    # caught on the timed launches (laid out as production's) or the late pass after them
+    Case("layout_probe_late", A, _v(WRONG, "timed_output", "production_layout", "timed_data"),
+         words="production layout|timed launches"),
     Case("layout_probe_small", S, _v(WRONG, "production_layout")),
     Case("layout_probe_oob", S, _v(WRONG, "out_of_bounds"), words="production layout"),
     # inputs the recordings never hold, derived by the judge
@@ -407,8 +409,10 @@ def test_a_rewrite_slow_only_on_real_arrays_is_timed_slow(lab):
     server = lab.server(S)
     slow = server.evaluate(Candidate(source_text=lab.source(Case("layout_probe_slow", S, ())),
                                      label="layout_probe_slow"))
-    assert slow.status == "ok", slow.summary()
-    assert slow.speedup < 0.5, slow.summary()
+    # never a speedup: timed slow, or (its long launches losing the CPU on a busy machine)
+    # no figure at all
+    assert slow.status in ("ok", "too_busy"), slow.summary()
+    assert slow.status == "too_busy" or slow.speedup < 0.5, slow.summary()
 
 
 # -- containment of the worker's own output and time -----------------------------------

@@ -34,9 +34,15 @@ def test_search_figures_are_estimates_and_reports_show_the_confirmed_claim(order
                      r"itself", out), out
     (row,) = [line for line in result.outlines if line.startswith(name + " ")]
     assert re.search(r"tuned .* [\d.]+x \[[\d.]+-[\d.]+\]", row), row
-    confirmed = [line for line in result.outlines
-                 if "confirmed in a fresh worker process" in line]
-    assert confirmed and re.search(r"noise band [\d.]+-[\d.]+", confirmed[0]), out
+    # the line under the row, wrapped to the table's 100 columns (continuation indented)
+    lines = result.outlines
+    start = [i for i, line in enumerate(lines) if "confirmed in a fresh worker process" in line]
+    assert start, out
+    end = start[0] + 1
+    while end < len(lines) and lines[end].startswith("      "):
+        end += 1
+    confirmed = [" ".join(line.strip() for line in lines[start[0]:end])]
+    assert re.search(r"noise band [\d.]+-[\d.]+", confirmed[0]), out
     assert re.search(r"[\d.]+% of timed samples dropped", confirmed[0]), confirmed
     assert re.search(r"search estimate [\d.]+x", confirmed[0]), confirmed
     r3_dir = project.path / ".r3"

@@ -69,7 +69,7 @@ def test_the_report_renders_in_a_browser_and_is_self_contained(example_report, t
     for kernel in ("scaled_add", "matmul", "jacobi2d"):
         anchor = "k-" + kernel.replace("_", "-")
         assert f'href="#{anchor}"' in html and f'id="{anchor}"' in html
-    assert re.search(r"\d+\.\d\dx \(\d+\.\d\d-\d+\.\d\d\)", html)
+    assert re.search(r"\d+\.\d\dx \[\d+\.\d\d-\d+\.\d\d\]", html)  # with its 95% interval
     # per kernel: every evaluation plotted, the settings that mattered
     assert html.count('aria-label="speedup of every evaluation, in order"') == 3
     assert "Which settings mattered" in html
