@@ -26,6 +26,7 @@ import pytest
 import pytest_r3 as r3
 from pytest_r3.backends import forget_backend, get_backend
 from pytest_r3.backends.cuda import runtime as cuda_runtime
+from pytest_r3.backends.cuda.gpu_timing import WARMUP_LAUNCHES
 from pytest_r3.backends.cuda.runtime_bindings import BindingsDriver
 from pytest_r3.errors import BackendError, KernelFault, MissingExtraError
 from pytest_r3.model.launch import cdiv
@@ -197,7 +198,13 @@ class FakeCU:
     CUresult = CUresult
     CUdevice_attribute = SimpleNamespace(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR="major",
                                          CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR="minor",
-                                         CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT="sms")
+                                         CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT="sms",
+                                         CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE="l2",
+                                         CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE="memory_khz",
+                                         CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH="bus")
+    # an H100 SXM's: 50 MiB of L2, HBM3 at 2619 MHz over 5120 bits (3.35 TB/s)
+    ATTRIBUTES = {"major": 9, "minor": 0, "sms": 132, "l2": 50 << 20, "memory_khz": 2_619_000,
+                  "bus": 5120}
     CUfunction_attribute = SimpleNamespace(
         CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK="max_threads",
         CU_FUNC_ATTRIBUTE_NUM_REGS="registers",
@@ -215,6 +222,7 @@ class FakeCU:
         self.sticky = OK
         self.clock = 0.0
         self.events: set[int] = set()
+        self.ops: list[tuple] = []  # memsets, event records and launches, in stream order
 
     # errors, device, context
     def cuGetErrorName(self, result):
@@ -249,7 +257,10 @@ class FakeCU:
         return OK, 0
 
     def cuDeviceGetAttribute(self, attribute, device):
-        return OK, {"major": 9, "minor": 0, "sms": 132}[attribute]
+        return OK, self.ATTRIBUTES[attribute]
+
+    def cuDeviceGetPCIBusId(self, length, device):
+        return OK, b"0000:41:00.0\0"
 
     def cuDeviceGetName(self, length, device):
         return OK, b"Fake H100\0\0\0"
@@ -300,6 +311,12 @@ class FakeCU:
         ctypes.memmove(target, source, nbytes)
         return (OK,) if self.sticky == OK else (self.sticky,)
 
+    def cuMemsetD8Async(self, target, value, nbytes, stream):
+        assert self._check(target, nbytes) and stream == 0
+        ctypes.memset(target, value, nbytes)
+        self.ops.append(("memset", nbytes))
+        return (OK,)
+
     def cuMemcpyDtoD(self, target, source, nbytes):
         assert self._check(target, nbytes) and self._check(source, nbytes)
         ctypes.memmove(target, source, nbytes)
@@ -311,6 +328,7 @@ class FakeCU:
         if shared > self.shared_allowed.get(function, 48 * 1024):
             return (CUresult.CUDA_ERROR_INVALID_VALUE,)
         self.launches.append((function, (gx, gy, gz), (bx, by, bz), shared))
+        self.ops.append(("launch",))
         pointers = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
         result = self.kernels[function](self, pointers)
         if result is not None:
@@ -331,7 +349,9 @@ class FakeCU:
         return (OK,)
 
     def cuEventRecord(self, handle, stream):
+        assert stream == 0  # the launch stream
         setattr(self, f"event{handle}", self.clock)
+        self.ops.append(("record", handle))
         return (OK,)
 
     def cuEventSynchronize(self, handle):
@@ -464,14 +484,40 @@ def test_timing_uses_events_and_faults_are_kernel_faults(fake_cu):
     launcher = declare_saxpy("bindings_time").build()
     x = np.ones(64, np.float32)
     assert launcher.time([64, 1.0, x, x.copy()], 4) == [0.25] * 4
-    assert fake_cu.memory == {}
+    flush = cuda_runtime.runtime()._flush
+    assert list(fake_cu.memory) == [flush.pointer]  # only the L2 flush buffer stays
     fake_cu.kernels["_Z5saxpyifPKfPf"] = lambda cu, pointers: \
         CUresult.CUDA_ERROR_ILLEGAL_ADDRESS
     with pytest.raises(KernelFault, match=r"\(grid \(1, 1, 1\), block \(256, 1, 1\)\) faulted "
                        r"on the GPU: cuCtxSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS \(an "
                        "illegal memory access was encountered\\)"):
         launcher(64, 1.0, x, x.copy())
-    assert fake_cu.memory == {}
+    assert list(fake_cu.memory) == [flush.pointer]
+
+
+def test_each_timed_launch_is_flushed_warmed_and_timed_alone_on_the_launch_stream(fake_cu):
+    """Warm-up launches first (once per loaded variant), then per launch: a write over
+    twice the L2 (from the device's attribute), a start event, the launch, an end event."""
+    launcher = declare_saxpy("bindings_flush").build()
+    x = np.ones(64, np.float32)
+    assert launcher.time([64, 1.0, x, x.copy()], 2) == [0.25, 0.25]
+    flushed = 2 * FakeCU.ATTRIBUTES["l2"]
+    ops = [op[0] for op in fake_cu.ops]
+    assert ops == ["launch"] * WARMUP_LAUNCHES + ["memset", "record", "launch", "record"] * 2
+    assert {op for op in fake_cu.ops if op[0] == "memset"} == {("memset", flushed)}
+    fake_cu.ops.clear()
+    launcher.time([64, 1.0, x, x.copy()], 1)  # warm already: no more warm-up launches
+    assert [op[0] for op in fake_cu.ops] == ["memset", "record", "launch", "record"]
+
+
+def test_the_device_facts_give_l2_size_and_peak_bandwidth(fake_cu):
+    facts = cuda_runtime.runtime().facts()
+    assert (facts.l2_bytes, facts.memory_clock_khz, facts.bus_width_bits) == (
+        50 << 20, 2_619_000, 5120)
+    assert facts.peak_bandwidth == pytest.approx(3.352e12, rel=1e-3)
+    assert facts.flush_bytes == 100 << 20 and facts.source == "device attributes"
+    clocks = cuda_runtime.runtime().clocks()  # NVML finds no such GPU here
+    assert not clocks.read and clocks.reason
 
 
 def test_ptx_the_driver_refuses_is_a_compile_error(fake_cu):
@@ -540,6 +586,26 @@ def test_gpu_device_arrays_and_timing(gpu):
     np.testing.assert_array_equal(y.get(), 2 * np.arange(4096, dtype=np.float32) + 1)
     times = get_backend("cuda").time(saxpy.build(), [4096, 2.0, x, y], 3)
     assert len(times) == 3 and all(0 < t < 1 for t in times)
+    x.free()
+    y.free()
+
+
+def test_gpu_timing_is_bounded_by_the_speed_of_light_and_clocks_are_read(gpu):
+    """A saxpy over 64 MiB per array cannot beat its bytes / peak bandwidth; the L2 flush
+    buffer is at least the L2's size; NVML reads the clocks where nvidia-ml-py is here."""
+    facts = gpu.facts()
+    assert facts.l2_bytes > 0 and facts.flush_bytes >= facts.l2_bytes
+    assert facts.peak_bandwidth > 1e11, facts
+    n = 16 << 20
+    x = gpu.to_device(np.ones(n, np.float32))
+    y = gpu.to_device(np.ones(n, np.float32))
+    times = get_backend("cuda").time(fresh("saxpy").build(), [n, 2.0, x, y], 5)
+    assert min(times) >= 3 * 4 * n / facts.peak_bandwidth, (times, facts)
+    clocks = gpu.clocks()
+    if importlib.util.find_spec("pynvml") is not None:
+        assert clocks.read and clocks.sm_mhz > 0 and clocks.memory_mhz > 0, clocks
+    else:
+        assert "nvidia-ml-py is not installed" in clocks.reason
     x.free()
     y.free()
 

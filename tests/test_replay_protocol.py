@@ -97,15 +97,16 @@ def test_decode_refuses_anything_but_a_known_event_with_a_mapping(message, fragm
 
 def test_statuses_are_the_documented_ones():
     assert protocol.STATUSES == ("ok", "compile_error", "sandbox_violation", "crash",
-                                 "timeout", "wrong_output", "too_busy", "invalid")
+                                 "timeout", "wrong_output", "too_busy", "invalid", "suspect")
     with pytest.raises(ValueError, match="unknown status 'okay'"):
         Result.from_dict({"status": "okay"})
 
 
 def test_a_worker_cannot_claim_a_status_only_the_parent_gives():
     """A worker may refuse a variant (compile_error...), never call it ok, too busy or
-    invalid: those are decided outside it."""
-    assert set(protocol.REJECTIONS) == set(protocol.STATUSES) - {"ok", "too_busy", "invalid"}
+    invalid, nor suspect: those are decided outside it."""
+    assert set(protocol.REJECTIONS) == set(protocol.STATUSES) - {"ok", "too_busy", "invalid",
+                                                                 "suspect"}
 
 
 # -- dataclasses ------------------------------------------------------------------------------

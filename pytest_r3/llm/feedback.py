@@ -53,6 +53,9 @@ def explain(result: Result, parent_speedup: float | None = None) -> str:
     if result.status == "too_busy":
         return ("CORRECT, NOT TIMED: the machine was too busy to measure it; this says "
                 "nothing about the rewrite. Keep it or try another transformation.")
+    if result.status == "suspect":
+        return (f"NOT TRUSTED: {text[:400]} A launch must do all of its memory traffic; "
+                "the rewrite is not kept.")
     if result.ok and result.timing is not None:
         speedup = result.timing.speedup
         versus = ""

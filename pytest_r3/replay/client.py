@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import secrets
 import time
+from collections.abc import Callable, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
@@ -16,6 +17,7 @@ from ..errors import R3Error
 from ..record.store import RecordingStore
 from . import contract, protocol
 from .compile import CandidateCompiler
+from .device_timing import Clocks, DeviceFacts, DeviceTiming, speed_of_light
 from .judge import Case, Judge, ReferenceError
 from .measurement import RACE_STOPS, MalformedTiming, Timing, Workload
 from .process import DEFAULT_ADDRESS_SPACE, WorkerDied, WorkerProcess
@@ -43,6 +45,7 @@ class ReplayServer:
         max_consecutive_crashes: int = 10,
         log_path: str | Path | None = None,
         reference: Judge | None = None,
+        work: Callable[[Mapping[str, object]], Mapping[str, float]] | None = None,
     ) -> None:
         self.spec = spec
         self.recordings_root = str(recordings_root)
@@ -54,6 +57,8 @@ class ReplayServer:
         self.max_consecutive_crashes = max_consecutive_crashes
         self.log_path = log_path
         self.judge = reference  # shared by the servers of one kernel: learnt once
+        self.work = work  # the kernel's work=: bytes a timed case moves, for speed of light
+        self.device_facts: DeviceFacts | None = None  # a GPU's, read before candidates ran
         self.restarts = 0
         self.consecutive_crashes = 0
         self.containment = ""
@@ -115,8 +120,10 @@ class ReplayServer:
 
     def _spawn(self) -> None:
         self.worker.spawn()
-        self._ask("load", {"spec": self.spec.as_dict(), "settings": asdict(self.settings),
-                           "ir": self.compiler.baseline_ir}, self.load_timeout)
+        _, data, _ = self._ask("load", {"spec": self.spec.as_dict(),
+                                        "settings": asdict(self.settings),
+                                        "ir": self.compiler.baseline_ir}, self.load_timeout)
+        self.device_facts = DeviceFacts.from_dict(data.get("device"))
 
     def _send_cases(self, cases: list[Case]) -> None:
         arrays = {f"{index}.{number}": slot.values for index, case in enumerate(cases)
@@ -386,6 +393,12 @@ class ReplayServer:
         if timing.stopped == "too_busy":
             raise Rejected(protocol.TOO_BUSY, "too_busy", too_busy(timing),
                            dropped=timing.dropped, taken=timing.taken)
+        if self.device_facts is not None:
+            timing = timing.on_device(device_conditions(
+                self.device_facts, timing, timed, data.get("clocks"), self.work))
+            if timing.suspect:
+                raise Rejected(protocol.SUSPECT, "speed_of_light", timing.suspect,
+                               timing=timing.as_dict())
         if timing.raced:  # a loser's buffers are not checked: it is never kept
             return timing
         which = arrays.get("set")
@@ -424,6 +437,43 @@ def too_busy(timing: Timing) -> str:
             f"slices lost the CPU to other processes (wall time beyond the thread's CPU "
             f"time), and {timing.rounds} round(s) were clean; no figure is claimed. Run "
             "again on a quieter machine (fewer parallel jobs).")
+
+
+def device_conditions(facts: DeviceFacts, timing: Timing, timed: list[Case], clocks: object,
+                      work=None) -> DeviceTiming:
+    """The GPU conditions of ``timing``: the facts the worker gave before any candidate ran
+    in it, the clocks it read as the timing ended, and the speed-of-light check, computed
+    here on each case's bytes (:func:`case_bytes`) and each measured per-launch median (the
+    baseline's only when measured against it, not scaled from the best so far)."""
+    moved, source = case_bytes(timed, work)
+    per_launch, bytes_of = [], []
+    for number, (case, piece) in enumerate(zip(timed, timing.cases, strict=True)):
+        sides = [("the candidate", piece.candidate_median)]
+        if timing.direct:
+            sides.append(("the baseline", piece.baseline_median))
+        for who, seconds in sides:
+            per_launch.append((f"{who} on timed case {number + 1} ({case.label})", seconds))
+            bytes_of.append(moved[number])
+    return DeviceTiming(facts, Clocks.from_dict(clocks), facts.flush_bytes,
+                        bytes_moved=tuple(moved), bytes_source=source,
+                        suspect=speed_of_light(per_launch, bytes_of, facts.peak_bandwidth,
+                                               source))
+
+
+def case_bytes(timed: list[Case], work=None) -> tuple[list[float], str]:
+    """Bytes each timed case's launch moves, and from where: the kernel's ``work=`` on the
+    case's recording where declared and it answers for every case, else the sizes of the
+    case's buffers (each once: what a kernel reading its inputs and writing its outputs
+    once moves at least)."""
+    if work is not None and all(case.recording is not None for case in timed):
+        try:
+            moved = [float(work({**case.recording.inputs, **case.recording.scalars})["bytes"])
+                     for case in timed]
+            if all(m > 0 for m in moved):
+                return moved, "work="
+        except Exception:  # the user's function: the buffer sizes serve instead
+            pass
+    return [float(case.nbytes) for case in timed], "buffer sizes"
 
 
 def in_place(case: Case) -> list[int]:

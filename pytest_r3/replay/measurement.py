@@ -16,6 +16,7 @@ from typing import Literal, get_args
 import numpy as np
 
 from . import statistics
+from .device_timing import DeviceTiming
 from .statistics import NOISE_FLOOR, Verdict
 
 # What the ratios were measured against: the baseline itself, or the best configuration so
@@ -133,6 +134,9 @@ class Timing(_Paired):
     # weighted like the samples; empty where the machine has no hardware counters
     cycles: tuple[tuple[float, float], ...] = ()
     instructions: tuple[tuple[float, float], ...] = ()
+    # on a GPU: the device, its clocks, the L2 flush and warm-up, the bytes each case moved
+    # and whether the figures beat the speed of light (see device_timing); None on a CPU
+    device: DeviceTiming | None = None
 
     # -- figures ---------------------------------------------------------------------------
     @property
@@ -185,6 +189,15 @@ class Timing(_Paired):
                        cases=tuple(case.scaled(factor)
                                    for case, factor in zip(self.cases, factors, strict=True)))
 
+    @property
+    def suspect(self) -> str:
+        """Why the figures are physically impossible ("" when they are not)."""
+        return self.device.suspect if self.device is not None else ""
+
+    def on_device(self, device: DeviceTiming) -> Timing:
+        """The same timing, with its GPU conditions."""
+        return replace(self, device=device)
+
     def on(self, timed_on: TimedOn, workloads: Sequence[Workload | None] = ()) -> Timing:
         """The same timing, saying what it was timed on (and which case is which workload)."""
         cases = self.cases
@@ -217,6 +230,7 @@ class Timing(_Paired):
             "cycles": [list(pair) for pair in self.cycles],
             "instructions": [list(pair) for pair in self.instructions],
             "rounds": self.rounds,
+            **({"device": self.device.as_dict()} if self.device is not None else {}),
         }
 
     @classmethod
@@ -244,7 +258,8 @@ class Timing(_Paired):
                 dropped=int(data.get("dropped", 0)), taken=int(data.get("taken", 0)),
                 clock=str(data.get("clock", "thread")), counters=str(data.get("counters", "")),
                 cycles=_pairs(data.get("cycles", ())),
-                instructions=_pairs(data.get("instructions", ())))
+                instructions=_pairs(data.get("instructions", ())),
+                device=DeviceTiming.from_dict(data.get("device")))
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise MalformedTiming(f"malformed timing figures: {exc}") from None
         problem = timing._problem(weights)

@@ -19,8 +19,9 @@ class ServerPool:
     def __init__(self, spec: KernelSpec, recordings_root: str | Path, keys: list[str],
                  settings: ReplaySettings, count: int, *,
                  address_space: int = DEFAULT_ADDRESS_SPACE,
-                 log_path: str | Path | None = None) -> None:
+                 log_path: str | Path | None = None, work=None) -> None:
         self.spec, self.recordings_root, self.keys = spec, recordings_root, keys
+        self.work = work  # the kernel's work= (parent side only: the speed-of-light check)
         self.settings, self.count = settings, max(1, count)
         self.address_space, self.log_path = address_space, log_path
         self.servers: list[ReplayServer] = []
@@ -28,7 +29,7 @@ class ServerPool:
     def _server(self, reference=None) -> ReplayServer:
         return ReplayServer(self.spec, self.recordings_root, self.keys, self.settings,
                             address_space=self.address_space, log_path=self.log_path,
-                            reference=reference)
+                            reference=reference, work=self.work)
 
     def start(self) -> ServerPool:
         """The others' workers start while the first learns the reference outputs; they get

@@ -30,9 +30,10 @@ MAX_ARRAYS = 4096
 
 # Every status an evaluation can end with. ``invalid``: a point the search space refuses
 # (never run); ``too_busy``: the machine took the core away from too many samples to
-# measure anything (see docs/record-and-replay.md).
+# measure anything (see docs/record-and-replay.md); ``suspect``: a GPU timing faster than
+# the device's memory could move the launch's bytes (see device_timing).
 Status = Literal["ok", "compile_error", "sandbox_violation", "crash", "timeout",
-                 "wrong_output", "too_busy", "invalid"]
+                 "wrong_output", "too_busy", "invalid", "suspect"]
 STATUSES: tuple[Status, ...] = get_args(Status)
 OK: Status = "ok"
 COMPILE_ERROR: Status = "compile_error"
@@ -42,6 +43,7 @@ TIMEOUT: Status = "timeout"
 WRONG_OUTPUT: Status = "wrong_output"
 TOO_BUSY: Status = "too_busy"
 INVALID: Status = "invalid"
+SUSPECT: Status = "suspect"
 # what a worker may say a variant it refused has: the rest are the parent's to decide
 REJECTIONS: tuple[Status, ...] = (COMPILE_ERROR, SANDBOX_VIOLATION, CRASH, TIMEOUT,
                                   WRONG_OUTPUT)

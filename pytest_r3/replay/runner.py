@@ -26,6 +26,7 @@ from . import protocol
 from .buffers import GuardedBuffer, PlainBuffer
 from .cases import Slot
 from .counters import Counters
+from .device_timing import DeviceTimed
 from .heartbeat import quiet
 from .protocol import KernelSpec, Rejected, ReplaySettings
 from .sampling import Arguments
@@ -65,6 +66,17 @@ class Runner:
         if self.counters is not None and not self.counters.available:
             print(f"pytest-r3 replay worker: {self.counters.reason}", file=sys.stderr,
                   flush=True)
+        # a GPU's facts, read before any candidate runs here (the parent trusts only these)
+        self.device_facts: dict | None = None
+        if self.counters is None and isinstance(self.backend, DeviceTimed):
+            self.device_facts = self.backend.device_facts()
+
+    def _timed_reply(self, timing) -> dict:
+        """A timing's reply; on a GPU, with its clocks read now, as the timing ends."""
+        reply = {"timing": timing.as_dict()}
+        if self.device_facts is not None:
+            reply["clocks"] = self.backend.clocks()
+        return reply
 
     # -- variants ----------------------------------------------------------------------------
     def build(self, name: str, ir: str, pipeline: dict, tunables: dict) -> dict:
@@ -224,8 +236,9 @@ class Runner:
                                  for index, count in zip(case_indices, timing.repeats))
         except KernelFault as fault:
             end_worker(fault)
+        reply = self._timed_reply(timing)
         if timing.raced or timing.stopped == "too_busy":  # never kept: no check needed
-            return {"timing": timing.as_dict()}, {}
+            return reply, {}
         # the set of buffers the candidate ran on last (timing trades them every other round)
         last_round = timing.warmup_rounds + timing.rounds - 1
         last_set = sets["base" if last_round // 2 % 2 else "cand"]
@@ -249,7 +262,7 @@ class Runner:
                     for number, buffer in enumerate(buffers):
                         arrays[f"{position}.{number}.{launch % 2}"] = buffer.storage.copy()
         arrays["set"] = np.array([0 if last_set is sets["base"] else 1], dtype=np.int64)
-        return {"timing": timing.as_dict()}, arrays
+        return reply, arrays
 
     def call(self, layout: dict, arrays: dict[str, np.ndarray], repeats: int = 1):
         """One launch of the loaded variant on the caller's values (an oracle test's call,

@@ -57,7 +57,8 @@ class Worker:
         with trusted_build(write=False):
             self.runner.build("baseline", data["ir"], data.get("pipeline", spec.pipeline),
                               data.get("tunables", spec.default_macros))
-        self.send("loaded", {})
+        self.send("loaded", {} if self.runner.device_facts is None
+                  else {"device": self.runner.device_facts})
 
     def on_cases(self, data: dict, arrays: dict) -> None:
         self.runner.set_cases(data["layout"], arrays)

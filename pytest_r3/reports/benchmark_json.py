@@ -39,7 +39,7 @@ def _benchmark(row: KernelReport, which: str, samples: list[float]) -> dict:
                        "dropped_share": row.dropped_share, "confirmed_in": row.confirmed_in,
                        "search_estimate": row.search_estimate,
                        "changes": row.changes, "evaluations": row.evaluations,
-                       "timed_on": row.timed_on,
+                       "timed_on": row.timed_on, "gpu": row.gpu,
                        "workloads": [{k: v for k, v in w.items() if not k.endswith("samples")}
                                      for w in row.workloads]},
         "options": OPTIONS,

@@ -46,6 +46,10 @@ class KernelReport:
     # failed candidates by cause, most frequent first: status, count, and one example's
     # settings and first diagnostic line
     failure_causes: list[dict] = field(default_factory=list)
+    # on a GPU, the confirmation's conditions: device facts, clocks (SM, memory,
+    # temperature, power, throttle reasons), L2 flush, warm-up, bytes moved; "described":
+    # them in one line
+    gpu: dict = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -91,6 +95,8 @@ class KernelReport:
             parts.append(f"{100 * self.dropped_share:.0f}% of timed samples dropped")
         if self.search_estimate is not None:
             parts.append(f"search estimate {self.search_estimate:.2f}x")
+        if self.gpu.get("described"):
+            parts.append(str(self.gpu["described"]))
         return "; ".join(parts)
 
     def describe_changes(self) -> str:

@@ -28,7 +28,7 @@ CONFIRMED_IN = "fresh worker process"  # where a claim is measured (reports, r3.
 @dataclass(frozen=True)
 class Band:
     """The band of no difference, ``1 / (1 + width)`` to ``1 + width``, and the A/A run that
-    gave it (None: it failed, and ``width`` is ``MIN_EFFECT``)."""
+    gave it (when it failed or was never run, ``width`` is ``MIN_EFFECT``)."""
 
     width: float
     calibration: Result | None = None
@@ -67,7 +67,7 @@ def calibrate(server, kernel: str) -> Band:
     twice would let a few disturbed rounds of the A/A run veto every claim."""
     result = server.evaluate(Candidate(label=f"{kernel} A/A (the baseline against itself)"))
     if not result.ok or result.timing is None:
-        return Band(MIN_EFFECT, None)
+        return Band(MIN_EFFECT, result)  # said() gives the reason
     estimate = result.timing.speedup
     return Band(band_from((estimate, estimate), MIN_EFFECT), result)
 

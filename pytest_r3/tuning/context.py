@@ -68,7 +68,8 @@ class Tuning:
                           self.recordings.keys(kernel.name), settings,
                           count or self.settings.workers,
                           address_space=self.settings.address_space,
-                          log_path=self.log_path(kernel.name))
+                          log_path=self.log_path(kernel.name),
+                          work=kernel.work)
 
     def buckets(self, kernel) -> dict[str, list[str]]:
         """The recording keys of each bucket of a specialised ``kernel`` (specialize=), by

@@ -8,8 +8,9 @@ from ..reports import KernelReport
 
 
 def measured(row: KernelReport, timing: Timing) -> None:
-    """Take the baseline and variant times, the speedup, its interval and the share of
-    samples dropped from one interleaved measurement."""
+    """Take the baseline and variant times, the speedup, its interval, the share of
+    samples dropped and, on a GPU, the clocks and conditions from one interleaved
+    measurement."""
     row.baseline_seconds = timing.baseline_median
     row.tuned_seconds = timing.candidate_median
     row.speedup = timing.speedup
@@ -26,3 +27,5 @@ def measured(row: KernelReport, timing: Timing) -> None:
          "speedup": case.speedup, "baseline_samples": list(case.baseline_samples),
          "candidate_samples": list(case.candidate_samples)}
         for case in timing.workloads if case.workload is not None]
+    if timing.device is not None:
+        row.gpu = {**timing.device.as_dict(), "described": timing.device.describe()}

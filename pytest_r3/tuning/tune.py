@@ -147,6 +147,9 @@ def _tune_variant(kernel, tuning: Tuning, lock_path, row: KernelReport,
     row.noise_band = [band.low, band.high]
     _describe_search(row, outcome, evolution)
     _log_evaluations(row, outcome, store, kernel.source.hash, tuning.root)
+    if _suspect(row, band.calibration) or _suspect(row, claim and claim.result):
+        commit(None)
+        return row
     if best is None or claim is None:
         row.notes.append(f"no variant was faster than the baseline beyond the noise band "
                          f"{band.describe()}")
@@ -205,9 +208,21 @@ def _lock_entry(kernel, tuning: Tuning, row: KernelReport, best: Candidate,
         "optimizer": optimizer,
         "oracle_tests": len(tuning.oracle_tests(kernel.name)),
         "timed_on": _timed_on(row),
+        **({"gpu": {k: row.gpu[k] for k in ("facts", "clocks", "flush_bytes",
+                                            "warmup_launches")}} if row.gpu else {}),
         "tuned_on": datetime.date.today().isoformat(),
         "tuned_with": f"pytest-r3 {__version__}",
     }
+
+
+def _suspect(row: KernelReport, result) -> bool:
+    """Whether ``result`` is a GPU timing faster than the device's memory allows (see
+    replay/device_timing): the row then says "suspect" and why, and nothing is locked."""
+    if result is None or result.status != "suspect":
+        return False
+    row.status = "suspect"
+    row.notes.append(f"not locked: {result.reason()}")
+    return True
 
 
 def _timed_on(row: KernelReport) -> str:

@@ -256,6 +256,20 @@ class CUDABackend(Backend):
     def time(self, launcher: Launcher, args: Sequence[object], repeat: int) -> list[float]:
         return launcher.time(args, repeat)  # type: ignore[attr-defined]
 
+    def device_facts(self) -> dict:
+        """The GPU's name, L2 size, memory clock and bus width (see gpu_timing), as plain
+        data; opens NVML. A replay worker asks before any candidate runs in it."""
+        from . import runtime
+
+        return runtime.runtime().facts().as_dict()
+
+    def clocks(self) -> dict:
+        """The GPU's clocks, temperature, power and throttle reasons now (NVML), or why
+        they could not be read, as plain data."""
+        from . import runtime
+
+        return runtime.runtime().clocks().as_dict()
+
     def to_host(self, value: object) -> object:
         if isinstance(value, np.ndarray) or not _on_device(value):
             return np.array(value, copy=True)

@@ -41,6 +41,7 @@ from ...model.arguments import GUARD_BYTES, converters, shape_check
 from ...model.launch import Launch, LaunchConfig, LaunchLimits
 from ...model.signature import Param, Signature
 from ..base import Launcher
+from .gpu_timing import WARMUP_LAUNCHES, Clocks, DeviceFacts, Nvml
 
 DEVICE_ENV = "PYTEST_R3_CUDA_DEVICE"
 RUNTIME_ENV = "PYTEST_R3_CUDA_RUNTIME"
@@ -128,6 +129,19 @@ class Driver(abc.ABC):
     @abc.abstractmethod
     def elapsed(self, start, end) -> float:
         """Seconds between two recorded events."""
+
+    @abc.abstractmethod
+    def device_attribute(self, name: str) -> int:
+        """``name``: "l2_cache_size" (bytes), "memory_clock_rate" (kHz) or
+        "global_memory_bus_width" (bits)."""
+
+    @abc.abstractmethod
+    def pci_bus_id(self) -> str:
+        """The device's PCI bus id (``0000:41:00.0``), which NVML finds it by."""
+
+    @abc.abstractmethod
+    def memset(self, pointer: int, nbytes: int) -> None:
+        """Write zeros over ``nbytes`` at ``pointer`` on the launch stream (no wait)."""
 
 
 # -- choosing a runtime ------------------------------------------------------------------------
@@ -318,9 +332,49 @@ class Runtime:
         self.name = driver.name
         self.arch = driver.arch
         self.device_name = driver.device_name
+        self._facts: DeviceFacts | None = None
+        self._nvml: Nvml | None = None
+        self._flush: DeviceArray | None = None
 
     def ensure_current(self) -> None:
         self.driver.ensure_current()
+
+    # -- what a timing needs besides events (see gpu_timing) -------------------------------
+    def facts(self) -> DeviceFacts:
+        """The device's L2 size and memory clock and width, read once; opens NVML (which
+        fills in a memory clock the attributes no longer give)."""
+        if self._facts is None:
+            values = {}
+            for name in ("l2_cache_size", "memory_clock_rate", "global_memory_bus_width"):
+                try:
+                    values[name] = int(self.driver.device_attribute(name))
+                except DriverError:
+                    values[name] = 0
+            try:
+                self._nvml = Nvml(self.driver.pci_bus_id())
+            except DriverError as exc:
+                self._nvml = Nvml.unavailable(f"the device's PCI bus id is unknown ({exc})")
+            clock, width = values["memory_clock_rate"], values["global_memory_bus_width"]
+            source = "device attributes"
+            if clock <= 0 or width <= 0:
+                clock, width = self._nvml.memory()
+                source = "NVML"
+            self._facts = DeviceFacts(self.device_name, self.arch, values["l2_cache_size"],
+                                      clock, width, source)
+        return self._facts
+
+    def clocks(self) -> Clocks:
+        """SM and memory clocks, temperature, power and throttle reasons, now."""
+        self.facts()
+        return self._nvml.clocks()
+
+    def flush_l2(self) -> None:
+        """A write over a buffer twice the L2's size, queued on the launch stream: the next
+        launch finds none of its data in L2."""
+        if self._flush is None:
+            self.ensure_current()
+            self._flush = DeviceArray(self, self.facts().flush_bytes, np.uint8)
+        self.driver.memset(self._flush.pointer, self._flush.nbytes)
 
     def launcher(self, ptx: str, symbol: str, signature: Signature, launch: LaunchConfig,
                  tunables: Mapping[str, object], limits: LaunchLimits, kernel_name: str,
@@ -433,6 +487,7 @@ class CUDALauncher(Launcher):
         if registers is not None:
             self.diagnostics.setdefault("registers", registers)
         self._shared_limit = DEFAULT_SHARED_LIMIT
+        self._warm = False  # warm-up launches made (before the first timed one)
 
     def _attribute(self, name: str) -> int | None:
         try:
@@ -517,8 +572,11 @@ class CUDALauncher(Launcher):
         return None
 
     def time(self, args: Sequence[object], repeat: int) -> list[float]:
-        """Seconds per launch, ``repeat`` launches back to back, timed with CUDA events;
-        arguments are copied in once and results are not copied back."""
+        """Seconds per launch of ``repeat`` launches, each timed alone by a pair of CUDA
+        events on the launch stream, after a write over twice the L2's size (outside the
+        events: no launch finds its data cached by the one before). The first call on a
+        loaded variant launches it WARMUP_LAUNCHES times untimed first. Arguments are
+        copied in once and results are not copied back."""
         self.driver.ensure_current()
         bound = self._bind(args)
         launch = None
@@ -526,13 +584,18 @@ class CUDALauncher(Launcher):
             launch = self.configure(args)
             if not launch.threads:
                 return [0.0] * repeat
-            events = [self.driver.new_event() for _ in range(repeat + 1)]
-            self.driver.record(events[0])
-            for index in range(repeat):
+            for _ in range(0 if self._warm else WARMUP_LAUNCHES):
                 self.driver.launch(self.function, launch, self.format, bound.values)
-                self.driver.record(events[index + 1])
-            self.driver.wait(events[-1])
-            return [self.driver.elapsed(events[i], events[i + 1]) for i in range(repeat)]
+            self._warm = True
+            events = [(self.driver.new_event(), self.driver.new_event())
+                      for _ in range(repeat)]
+            for start, end in events:
+                self.runtime.flush_l2()
+                self.driver.record(start)
+                self.driver.launch(self.function, launch, self.format, bound.values)
+                self.driver.record(end)
+            self.driver.wait(events[-1][1])
+            return [self.driver.elapsed(start, end) for start, end in events]
         except DriverError as exc:
             raise self._translate(exc, launch) from exc
         finally:

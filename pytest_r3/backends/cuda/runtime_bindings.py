@@ -169,6 +169,21 @@ class BindingsDriver(Driver):
         return float(self._call("cuEventElapsedTime", self.cu.cuEventElapsedTime,
                                 start.handle, end.handle)) * 1e-3
 
+    def device_attribute(self, name: str) -> int:
+        attribute = getattr(self.cu.CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{name.upper()}",
+                            None)
+        if attribute is None:  # removed from this version of the bindings
+            raise DriverError(f"cuDeviceGetAttribute: no attribute {name} here")
+        return int(self._call("cuDeviceGetAttribute", self.cu.cuDeviceGetAttribute, attribute,
+                              self.device))
+
+    def pci_bus_id(self) -> str:
+        text = self._call("cuDeviceGetPCIBusId", self.cu.cuDeviceGetPCIBusId, 64, self.device)
+        return bytes(text).split(b"\0")[0].decode()
+
+    def memset(self, pointer: int, nbytes: int) -> None:
+        self._call("cuMemsetD8Async", self.cu.cuMemsetD8Async, pointer, 0, nbytes, 0)
+
 
 class _Event:
     """An event handle destroyed with its last reference."""

@@ -139,6 +139,18 @@ class PycudaDriver(Driver):
     def elapsed(self, start, end) -> float:
         return self._call("cuEventElapsedTime", end.time_since, start) * 1e-3
 
+    def device_attribute(self, name: str) -> int:
+        attribute = getattr(self.driver.device_attribute, name.upper(), None)
+        if attribute is None:  # removed from this version of pycuda
+            raise DriverError(f"cuDeviceGetAttribute: no attribute {name} here")
+        return int(self._call("cuDeviceGetAttribute", self.device.get_attribute, attribute))
+
+    def pci_bus_id(self) -> str:
+        return str(self._call("cuDeviceGetPCIBusId", self.device.pci_bus_id))
+
+    def memset(self, pointer: int, nbytes: int) -> None:
+        self._call("cuMemsetD8Async", self.driver.memset_d8_async, pointer, 0, nbytes)
+
 
 def _release(driver) -> None:
     try:
