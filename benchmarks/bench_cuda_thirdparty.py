@@ -38,13 +38,18 @@ LIBRARY_HEADERS = ("cublas_v2.h", "cublas_api.h", "cublas.h", "cublasLt.h", "cur
                    "nvToolsExt.h", "cuda_profiler_api.h")
 
 
-def cases() -> list:
+def suite():
+    """tests/test_cuda_thirdparty.py as a module: its CASES table and declare()."""
     spec = importlib.util.spec_from_file_location(
         "thirdparty_cases", ROOT / "tests" / "test_cuda_thirdparty.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look themselves up there
     spec.loader.exec_module(module)
-    return module.CASES
+    return module
+
+
+def cases() -> list:
+    return suite().CASES
 
 
 def library_folder(folder: Path) -> Path:

@@ -7,6 +7,8 @@
     python3 scripts/gpu_suite.py test                # there: CUDA tests under each runtime
     python3 scripts/gpu_suite.py tune                # there: --r3-tune, then --r3-check
     python3 scripts/gpu_suite.py bench [--quick]     # there: benchmarks/bench_cuda.py
+    python3 scripts/gpu_suite.py thirdparty          # there: tests/cuda_thirdparty/ kernels
+                                                     # against numpy, timed next to nvcc's
 
 ``pack`` downloads what the GPU machine lacks as wheels for its Python (3.12, manylinux
 x86_64): llvmlite and ziglang at the versions installed here, and the rest of pytest-r3's
@@ -276,7 +278,7 @@ def print_plan(count: int, destination: Path) -> None:
           "(the machine keeps the parts only while it is held):")
     for index in range(1, count + 1):
         print(f"  carry [{str(relative / str(index))!r}]: python3 scripts/gpu_suite.py install")
-    for stage in ("test", "tune", "bench"):
+    for stage in ("test", "tune", "bench", "thirdparty"):
         print(f"  then: python3 scripts/gpu_suite.py {stage}")
 
 
@@ -513,6 +515,18 @@ def tune(args: argparse.Namespace) -> int:
     return 0 if status == 0 and check == 0 else 1
 
 
+def thirdparty(args: argparse.Namespace) -> int:
+    """Every kernel of the third-party CUDA files on the GPU: against numpy, and timed
+    next to nvcc's cubin of the same file (benchmarks/bench_cuda_thirdparty_gpu.py)."""
+    python = installed_python()
+    out = results_dir()
+    command = [python, ROOT / "benchmarks" / "bench_cuda_thirdparty_gpu.py", "--json",
+               out / "thirdparty_gpu.json", "--rounds", str(args.rounds), "--launches",
+               str(args.launches)]
+    return run_logged(command, "thirdparty.log", STAGE_SECONDS,
+                      env={**os.environ, "PYTHONUNBUFFERED": "1"}, shown=200)
+
+
 def bench(args: argparse.Namespace) -> int:
     python = installed_python()
     out = results_dir()
@@ -547,13 +561,18 @@ def parser() -> argparse.ArgumentParser:
     benching = stages.add_parser("bench", help="there: benchmarks/bench_cuda.py")
     benching.add_argument("--quick", action="store_true")
     benching.add_argument("--rounds", type=int, default=9)
+    third = stages.add_parser("thirdparty", help="there: the third-party CUDA kernels "
+                              "against numpy, timed next to nvcc's build")
+    third.add_argument("--rounds", type=int, default=15)
+    third.add_argument("--launches", type=int, default=20)
     return top
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        stages = {"pack": pack, "install": install, "test": test, "tune": tune, "bench": bench}
+        stages = {"pack": pack, "install": install, "test": test, "tune": tune, "bench": bench,
+                  "thirdparty": thirdparty}
         return stages[args.stage](args)
     except SuiteError as exc:
         say(f"error: {exc}")

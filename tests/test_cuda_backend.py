@@ -227,6 +227,9 @@ def test_the_same_sources_build_with_nvcc(entry):
     ptx = cuda_tools.nvcc_ptx(source, EXAMPLES[entry][1], "sm_90")
     symbols = cuda_tools.ptx_entries(ptx)
     assert cuda_tools.match_symbol(symbols, entry, entry) in symbols
+    cubin = cuda_tools.nvcc_cubin(source, EXAMPLES[entry][1], "sm_90")
+    assert cubin.startswith(b"\x7fELF") and cuda_tools.match_symbol(
+        symbols, entry, entry).encode() in cubin  # the same kernel, assembled for sm_90
 
 
 # -- declaring and launch configurations ------------------------------------------------------
@@ -692,6 +695,9 @@ def test_the_vendor_build_gives_the_same_results():
     matmul(64, 80, 48, a, b, ours)
     get_backend("cuda").vendor_launcher(matmul)(64, 80, 48, a, b, theirs)
     np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+    assembled = np.zeros((64, 80), np.float32)  # nvcc's cubin, loaded the same way
+    get_backend("cuda").vendor_launcher(matmul, cubin=True)(64, 80, 48, a, b, assembled)
+    np.testing.assert_allclose(ours, assembled, rtol=1e-5, atol=1e-5)
 
 
 @needs_gpu

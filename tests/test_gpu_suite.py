@@ -165,3 +165,20 @@ def test_skips_are_judged_by_their_reason(suite, tmp_path):
                     "needs CuPy: not installed": 1}
     bad, fine = suite.judge_skips(report, {"cuda-bindings", "pycuda"})
     assert len(bad) == 3 and "runtime pycuda should be here" in bad[1]
+
+
+def test_the_thirdparty_stage_runs_the_gpu_benchmark_and_says_why_it_cannot(suite):
+    """``thirdparty`` runs benchmarks/bench_cuda_thirdparty_gpu.py; where no GPU is usable
+    that script fails in one line saying why (so the stage fails on a GPU machine whose
+    GPU is not seen, instead of timing nothing)."""
+    from pytest_r3.backends.cuda.runtime import unavailable_reason
+
+    args = suite.parser().parse_args(["thirdparty", "--rounds", "3"])
+    assert (args.stage, args.rounds, args.launches) == ("thirdparty", 3, 20)
+    if unavailable_reason() is None:
+        pytest.skip("a GPU is usable here: the GPU suite runs the stage itself")
+    script = SCRIPT.parent.parent / "benchmarks" / "bench_cuda_thirdparty_gpu.py"
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                            timeout=600, cwd=script.parent.parent)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stdout.startswith("needs a GPU: ") and len(result.stdout.splitlines()) == 1

@@ -227,10 +227,11 @@ class CUDABackend(Backend):
         return self.load_ptx(build.ptx, build.symbol, signature, launch, tunables or {},
                              kernel_name, build)
 
-    def load_ptx(self, ptx: str, symbol: str, signature: Signature,
+    def load_ptx(self, ptx: str | bytes, symbol: str, signature: Signature,
                  launch: LaunchConfig | None, tunables: Mapping[str, object],
                  kernel_name: str, build: PTXBuild | None = None) -> Launcher:
-        """A launcher for PTX from anywhere (ours, or nvcc's for the vendor baseline)."""
+        """A launcher for PTX from anywhere (ours, or nvcc's for the vendor baseline), or
+        for a cubin's bytes."""
         from . import runtime
 
         if launch is None:
@@ -240,14 +241,17 @@ class CUDABackend(Backend):
         return runtime.runtime().launcher(ptx, symbol, signature, launch, dict(tunables),
                                                self.launch_limits, kernel_name, build)
 
-    def vendor_launcher(self, kernel, variant=None) -> Launcher:
-        """``kernel``'s variant (baseline by default) built by nvcc instead of clang/LLVM."""
+    def vendor_launcher(self, kernel, variant=None, cubin: bool = False) -> Launcher:
+        """``kernel``'s variant (baseline by default) built by nvcc instead of clang/LLVM;
+        ``cubin``: assembled by nvcc too (ptxas -O3), so the driver compiles nothing."""
         variant = variant or kernel.baseline
-        ptx = toolchain.nvcc_ptx(kernel.source_for(variant), variant.macro_dict, self.arch,
-                                  entry=kernel.entry)
+        source = kernel.source_for(variant)
+        ptx = toolchain.nvcc_ptx(source, variant.macro_dict, self.arch, entry=kernel.entry)
         symbol = toolchain.match_symbol(toolchain.ptx_entries(ptx), kernel.entry,
                                          kernel.where)
-        return self.load_ptx(ptx, symbol, kernel.signature, kernel.launch,
+        image = toolchain.nvcc_cubin(source, variant.macro_dict, self.arch,
+                                     entry=kernel.entry) if cubin else ptx
+        return self.load_ptx(image, symbol, kernel.signature, kernel.launch,
                              variant.macro_dict, kernel.name)
 
     def launch(self, launcher: Launcher, args: Sequence[object]) -> object:

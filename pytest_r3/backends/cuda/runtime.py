@@ -83,7 +83,9 @@ class Driver(abc.ABC):
         """Make the runtime's context current on this thread if no context is."""
 
     @abc.abstractmethod
-    def load_module(self, ptx: str): ...
+    def load_module(self, ptx: str | bytes):
+        """A module from PTX text, or from a cubin's bytes (nvcc's, for the vendor
+        baseline)."""
 
     @abc.abstractmethod
     def get_function(self, module, symbol: str): ...

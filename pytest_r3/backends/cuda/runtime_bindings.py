@@ -108,8 +108,9 @@ class BindingsDriver(Driver):
         if int(self._call("cuCtxGetCurrent", self.cu.cuCtxGetCurrent)) == 0:
             self._call("cuCtxSetCurrent", self.cu.cuCtxSetCurrent, self.context)
 
-    def load_module(self, ptx: str):
-        image = np.frombuffer(ptx.encode() + b"\0", dtype=np.uint8)
+    def load_module(self, ptx: str | bytes):
+        image = np.frombuffer(ptx if isinstance(ptx, bytes) else ptx.encode() + b"\0",
+                              dtype=np.uint8)
         return self._call("cuModuleLoadData", self.cu.cuModuleLoadData, image.ctypes.data)
 
     def get_function(self, module, symbol: str):

@@ -80,9 +80,9 @@ class PycudaDriver(Driver):
         if self.driver.Context.get_current() is None:
             self.context.push()
 
-    def load_module(self, ptx: str):
+    def load_module(self, ptx: str | bytes):
         return self._call("loading the module", self.driver.module_from_buffer,
-                          ptx.encode() + b"\0")
+                          ptx if isinstance(ptx, bytes) else ptx.encode() + b"\0")
 
     def get_function(self, module, symbol: str):
         function = self._call(f"finding {symbol}", module.get_function, symbol)

@@ -344,6 +344,18 @@ def nvcc_ptx(source: KernelSource, macros: Mapping[str, object], arch: str,
     """PTX of ``source`` built by ``nvcc -O3 -ptx`` (with CUDA's own headers; r3_cuda.h is
     then empty); a template instance named as ``entry`` is instantiated as for clang.
     Raises ToolchainError without nvcc, CompileError when nvcc fails."""
+    return _nvcc(source, macros, arch, extra_flags, entry, "ptx").decode()
+
+
+def nvcc_cubin(source: KernelSource, macros: Mapping[str, object], arch: str,
+               extra_flags: Iterable[str] = (), entry: str | None = None) -> bytes:
+    """The same build as :func:`nvcc_ptx`, assembled by nvcc into a cubin for ``arch`` (the
+    driver loads it as it is, without compiling PTX)."""
+    return _nvcc(source, macros, arch, extra_flags, entry, "cubin")
+
+
+def _nvcc(source: KernelSource, macros: Mapping[str, object], arch: str,
+          extra_flags: Iterable[str], entry: str | None, output_kind: str) -> bytes:
     nvcc = find_tool("nvcc")
     if nvcc is None:
         raise ToolchainError("nvcc is not installed (not on PATH nor under $CUDA_HOME/bin); "
@@ -353,8 +365,8 @@ def nvcc_ptx(source: KernelSource, macros: Mapping[str, object], arch: str,
         path = Path(folder) / f"{name}.cu"
         instance = instantiation_text(entry) if entry else ""  # the same as for clang
         path.write_text(f'#line 1 "{source.filename}"\n{source.text}{instance}')
-        output = Path(folder) / f"{name}.ptx"
-        command = [nvcc, "-O3", "-ptx", f"-arch={arch}", "-I", str(HEADER.parent),
+        output = Path(folder) / f"{name}.{output_kind}"
+        command = [nvcc, "-O3", f"-{output_kind}", f"-arch={arch}", "-I", str(HEADER.parent),
                    "-include", str(HEADER), *(f"-I{d}" for d in source.include_dirs),
                    *macro_flags(macros), *source.define_flags, *extra_flags, str(path),
                    "-o", str(output)]
@@ -363,4 +375,4 @@ def nvcc_ptx(source: KernelSource, macros: Mapping[str, object], arch: str,
             message = (result.stderr or result.stdout).strip()
             raise CompileError(f"nvcc could not compile {source.filename}: {message[-2000:]}"
                                f"\n\ncommand: {shlex.join(command)}", message, command)
-        return output.read_text()
+        return output.read_bytes()
