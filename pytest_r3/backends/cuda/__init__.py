@@ -2,7 +2,8 @@
 
 Modules by concern, each importing only those listed before it:
 ``toolchain`` (NVIDIA's tools where installed: ptxas, nvcc, libdevice; kernel symbols and
-template entries), ``support`` (one-line errors for the CUDA C not provided), ``runtime``
+template entries), ``support`` (one-line errors for the CUDA C not provided),
+``gpu_timing`` (L2 flush size, peak memory bandwidth, NVML clocks), ``runtime``
 with one module per binding, ``runtime_bindings`` and ``runtime_pycuda`` (loading and
 launching PTX on a GPU), ``device`` (the device build: .cu -> NVPTX IR -> PTX),
 ``emulation_ir``, ``emulation_launch`` and ``emulation`` (kernels on the CPU with CUDA
