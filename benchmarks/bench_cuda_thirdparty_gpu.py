@@ -60,6 +60,11 @@ def oracle(item, launcher) -> str:
     return "ok"
 
 
+def verdict(said: str | None) -> str:
+    """A numpy comparison in a table cell: ok, FAIL, or - (not built)."""
+    return "-" if said is None else "ok" if said == "ok" else "FAIL"
+
+
 def nvcc_launcher(backend, item, kernel, libraries: Path | None):
     source = kernel.source_for(kernel.baseline)
     flags = ("-I", str(libraries)) if libraries else ()
@@ -140,8 +145,8 @@ def main() -> int:
                  "SUSPECT (faster than the memory allows)" if row["ours_suspect"]
                  or row.get("nvcc_suspect") else "",
                  f"(nvcc: {row['nvcc_error']})" if "nvcc_error" in row else ""]
-        print(f"{row['kernel']:<58} {'ok' if row['numpy_ours'] == 'ok' else 'FAIL':>5} "
-              f"{row.get('numpy_nvcc', '-') if row.get('numpy_nvcc') != 'ok' else 'ok':>5} "
+        print(f"{row['kernel']:<58} {verdict(row.get('numpy_ours')):>5} "
+              f"{verdict(row.get('numpy_nvcc')):>5} "
               f"{row['ours_seconds'] * 1e6:8.2f} {nvcc_us} {ratio}  "
               + "  ".join(f for f in flags if f))
     compared = [r["nvcc_over_ours"] for r in rows if "nvcc_over_ours" in r]
