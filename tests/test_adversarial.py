@@ -158,6 +158,9 @@ CASES = [
          words="production layout|timed launches"),
     Case("layout_probe_small", S, _v(WRONG, "production_layout")),
     Case("layout_probe_oob", S, _v(WRONG, "out_of_bounds"), words="production layout"),
+    # keyed on the pointers' values alone: a short script's fresh mapped arrays
+    Case("layout_script_wrong", S, _v(WRONG, "production_layout", "timed_output"),
+         words="production layout"),
     # inputs the recordings never hold, derived by the judge
     Case("zero_scalar_dropped", AB, _v(WRONG, "mismatch"), words=r"zero .*made nonzero"),
     Case("abs_scalar", S, _v(WRONG, "mismatch"), words=r"negated"),
@@ -413,6 +416,19 @@ def test_a_rewrite_slow_only_on_real_arrays_is_timed_slow(lab):
     # no figure at all
     assert slow.status in ("ok", "too_busy"), slow.summary()
     assert slow.status == "too_busy" or slow.speedup < 0.5, slow.summary()
+
+
+def test_a_rewrite_slow_only_in_a_scripts_layout_is_timed_slow(lab):
+    """Exact everywhere; 200 passes slower when its arrays are fresh mappings allocated in
+    parameter order (as a short script's large arrays are), which the worker's own heap
+    never gives: one of the two timed layouts is that one, so the figure is no speedup."""
+    server = lab.server(S)
+    slow = server.evaluate(Candidate(source_text=lab.source(Case("layout_script_slow", S, ())),
+                                     label="layout_script_slow"))
+    assert slow.status in ("ok", "too_busy"), slow.summary()
+    assert slow.status == "too_busy" or slow.speedup < 0.5, slow.summary()
+    if slow.status == "ok":
+        assert "timed slower on buffers mapped in parameter order" in slow.summary()
 
 
 # -- containment of the worker's own output and time -----------------------------------

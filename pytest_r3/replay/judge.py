@@ -17,6 +17,7 @@ buffers the timed runs used.
 
 from __future__ import annotations
 
+import math
 import secrets
 from dataclasses import dataclass, field
 
@@ -24,7 +25,7 @@ import numpy as np
 
 from ..record.store import Recording
 from . import cases as planning
-from . import derived
+from . import derived, layout
 from .buffers import check_guards, check_plain, poison_for, split_plain, split_storage
 from .protocol import WRONG_OUTPUT, KernelSpec, Rejected, ReplaySettings
 from .verify import Tolerance, compare, parse_tolerances, perturbed
@@ -307,18 +308,24 @@ class Judge:
         arrays (fresh ones each launch, filled as recorded, as a test or an application
         would call the kernel): the many calls of a long-lived process, late in the
         candidate's life (after its timing), where a guard or a call count cannot tell it
-        that it is judged. Most launches are on the smallest case; every other case that
-        verifies (chains of launches apart) runs once, last."""
+        that it is judged. Most launches are on the smallest case, walking through every
+        allocation style and order of its buffers (see layout.seed_for); every other case
+        that verifies (chains of launches apart) runs once, last, in the next layouts."""
         cases = [case for case in self.verifying() if not case.after]
         if not cases or calls <= 0:
             return
         smallest = min(cases, key=lambda c: c.nbytes)
-        plan = [smallest] * max(0, calls - len(cases)) + cases
-        replies = run([(case, {}, 0, True) for case in plan])
+        walk = len(layout.STYLES) * min(math.factorial(len(smallest.slots)), layout.MAX_ORDERS)
+        plan = [smallest] * max(calls - len(cases), walk) + cases
+        high = secrets.randbits(40)
+        seeds = [layout.seed_for(index, high) for index in range(len(plan))]
+        replies = run([(case, {}, seed, True) for case, seed in zip(plan, seeds)])
         for index, (case, reply) in enumerate(zip(plan, replies, strict=True)):
+            drawn = layout.draw(seeds[index], len(case.slots)).describe()
             self.check_run(case, reply, 0, None, PRODUCTION,
-                           f"buffers laid out as numpy allocates them (production layout), "
-                           f"launch {index + 1} of {len(plan)} in a row, on ", plain=True)
+                           f"buffers laid out as numpy allocates them (production layout: "
+                           f"{drawn}), launch {index + 1} of {len(plan)} in a row, on ",
+                           plain=True)
 
     def check_timed(self, case: Case, arrays: dict[int, np.ndarray | None]) -> None:
         """Raise Rejected unless the buffers a timed launch updated in place hold what one
