@@ -220,17 +220,18 @@ class Timing(_Paired):
     def on_worse_layout(self, names: Sequence[str]) -> Timing:
         """The figures production can count on. The two buffer sets are laid out as two
         kinds of process lay out arrays (``names``); where the candidate's ratio is lower
-        on one set by more than the noise floor and every round on it is below every
-        round on the other (a kernel keyed on its pointers' values, or one that suffers
-        from a layout), the figures are that set's rounds alone; else all rounds."""
+        on one set by more than three times the noise floor and every round on it (two
+        at least) is below every round on the other (a kernel keyed on its pointers'
+        values, or one that suffers from a layout), the figures are that set's rounds
+        alone; else all rounds (a smaller gap is within what timing can tell)."""
         pooled = replace(self, layout="")
         halves = [self.rounds_on(which) for which in (0, 1)]
-        if not all(half.rounds for half in halves):
+        if not all(half.rounds >= 2 for half in halves):
             return pooled
         worse, better = sorted(halves, key=lambda half: half.speedup)
         low = np.array(worse.baseline_samples) / np.array(worse.candidate_samples)
         high = np.array(better.baseline_samples) / np.array(better.candidate_samples)
-        if worse.speedup * (1 + NOISE_FLOOR) < better.speedup and low.max() < high.min():
+        if worse.speedup * (1 + 3 * NOISE_FLOOR) < better.speedup and low.max() < high.min():
             return replace(worse, layout=names[0 if worse is halves[0] else 1])
         return pooled
 
