@@ -22,6 +22,8 @@ Base kernels (``tests/adversarial/_base_*.c``):
 - ``shift``: a forward copy ``dst[i] = src[i]``, recorded as the in-place shift its callers
   make, ``shift(n, buf + 1, buf)``: the arguments overlap partly.
 - ``smooth``: a three-point average, out of place; in place it is another computation.
+- ``matmul``: ``c = a @ b`` for n x n doubles, recorded at n = 24 and n = 17 on normal
+  random data (no zeros, no infinities).
 
 Cases that pass every recorded input and fail only on inputs the judge derives name the
 derived inputs in their first line (``words``): that is the class of input they cheat on.
@@ -96,7 +98,7 @@ def _v(status: str, *kinds: str | None) -> tuple:
 
 
 S, A, P = "scale_add", "axpy", "prefix_sum"
-AB, ST, SH, SM = "axpby", "strided", "shift", "smooth"
+AB, ST, SH, SM, MM = "axpby", "strided", "shift", "smooth", "matmul"
 VIOLATION, WRONG = "sandbox_violation", "wrong_output"
 CASES = [
     # layer 1 and 2: refused before anything runs
@@ -158,6 +160,9 @@ CASES = [
          words="production layout|timed launches"),
     Case("layout_probe_small", S, _v(WRONG, "production_layout")),
     Case("layout_probe_oob", S, _v(WRONG, "out_of_bounds"), words="production layout"),
+    # keyed on the pointers' values alone: a short script's fresh mapped arrays
+    Case("layout_script_wrong", S, _v(WRONG, "production_layout", "timed_output"),
+         words="production layout"),
     # inputs the recordings never hold, derived by the judge
     Case("zero_scalar_dropped", AB, _v(WRONG, "mismatch"), words=r"zero .*made nonzero"),
     Case("abs_scalar", S, _v(WRONG, "mismatch"), words=r"negated"),
@@ -167,6 +172,11 @@ CASES = [
     Case("stops_above_recordings", S, _v(WRONG, "mismatch"), words=r"above the largest"),
     Case("overlap_backwards", SH, _v(WRONG, "mismatch"), words=r"overlap"),
     Case("restrict_never_in_place", AB, _v(WRONG, "mismatch"), words=r"in place"),
+    Case("nan_scalar_exit", S, _v(WRONG, "mismatch"), words=r"float scalar a NaN"),
+    Case("negative_size", S, _v(WRONG, "mismatch"), words=r"negative size"),
+    Case("backwards_in_place_offset", S, _v(WRONG, "mismatch"),
+         words=r"in place at an offset"),
+    Case("skip_zero_product", MM, _v(WRONG, "mismatch"), words=r"zeros and (infinities|NaNs)"),
     # layer 3 alone: the static check is off, the OS containment must refuse
     Case("os_fork", S, _v(VIOLATION, "syscall"), contained=True),
     Case("os_execve", S, _v(VIOLATION, "syscall"), contained=True),
@@ -179,6 +189,7 @@ CASES = [
     # still accepted
     Case("correct_vectorised", S, _v("ok", None)),
     Case("correct_keeps_baseline_global", A, _v("ok", None)),
+    Case("correct_matmul_blocked", MM, _v("ok", None)),
     # kept, with the contract it narrows said in its verdict
     Case("restrict_assumed", SM, _v("ok", None), words=r"assumes: x and y do not overlap"),
 ]
@@ -241,9 +252,15 @@ def _smooth_launches() -> list[tuple]:
             for n in (1000, 61)]
 
 
+def _matmul_launches() -> list[tuple]:
+    rng = np.random.default_rng(19)
+    return [(n, rng.standard_normal((n, n)), rng.standard_normal((n, n)), np.zeros((n, n)))
+            for n in (24, 17)]
+
+
 LAUNCHES = {S: _scale_add_launches, A: _axpy_launches, P: _prefix_sum_launches,
             AB: _axpby_launches, ST: _strided_launches, SH: _shift_launches,
-            SM: _smooth_launches}
+            SM: _smooth_launches, MM: _matmul_launches}
 
 
 @dataclasses.dataclass
@@ -415,6 +432,19 @@ def test_a_rewrite_slow_only_on_real_arrays_is_timed_slow(lab):
     assert slow.status == "too_busy" or slow.speedup < 0.5, slow.summary()
 
 
+def test_a_rewrite_slow_only_in_a_scripts_layout_is_timed_slow(lab):
+    """Exact everywhere; 200 passes slower when its arrays are fresh mappings allocated in
+    parameter order (as a short script's large arrays are), which the worker's own heap
+    never gives: one of the two timed layouts is that one, so the figure is no speedup."""
+    server = lab.server(S)
+    slow = server.evaluate(Candidate(source_text=lab.source(Case("layout_script_slow", S, ())),
+                                     label="layout_script_slow"))
+    assert slow.status in ("ok", "too_busy"), slow.summary()
+    assert slow.status == "too_busy" or slow.speedup < 0.5, slow.summary()
+    if slow.status == "ok":
+        assert "timed slower on buffers mapped in parameter order" in slow.summary()
+
+
 # -- containment of the worker's own output and time -----------------------------------
 
 
@@ -503,7 +533,7 @@ def test_every_server_still_answers(lab):
     for (name, contained), server in lab.servers.items():
         assert server.ping(), f"server for {name} (contained={contained}) does not answer"
         result = server.evaluate(Candidate(label="baseline after the suite"))
-        assert result.status == "ok", result.summary()
+        assert result.status == "ok", f"{name}: {result.summary()}"
         lab.worker_pids.add(server.pid)
 
 

@@ -326,3 +326,43 @@ def test_writes_next_to_a_plain_buffer_are_seen(n):
     problem = check_plain(before.storage, like)
     ctypes.c_uint64.from_address(size).value = original
     assert problem and "before the start of the buffer" in problem
+
+
+# -- where production-layout buffers land (replay/layout.py) ---------------------------------
+
+
+def test_the_late_pass_walks_every_allocation_style_and_order():
+    """Consecutive classes give every style (all mapped, all heap, mixed) with every order
+    of three buffers: a kernel keyed on one layout of its pointers meets it, and others."""
+    from pytest_r3.replay import layout
+
+    seen = {(layout.draw(layout.seed_for(index, 99), 3).mapped,
+             layout.draw(layout.seed_for(index, 99), 3).order) for index in range(18)}
+    orders = {order for _, order in seen}
+    assert len(orders) == 6
+    assert {mapped for mapped, _ in seen} >= {(True,) * 3, (False,) * 3}
+    assert ((True,) * 3, (0, 1, 2)) in seen and ((False,) * 3, (2, 1, 0)) in seen
+
+
+def test_mapped_buffers_look_like_fresh_large_arrays_and_heap_ones_do_not():
+    """A mapped buffer starts 16 bytes past a page boundary, below the one mapped before it,
+    with glibc's size word before it; a heap buffer never starts 16 past a page. A write
+    into the mapping's unused tail or the size word is out of bounds."""
+    from pytest_r3.replay import layout
+    from pytest_r3.replay.buffers import plain_buffers
+
+    layout.prefer_heap()
+    values = [np.zeros(70_000, dtype=np.float32), np.ones(70_000, dtype=np.float32)]
+    mapped = plain_buffers(values, layout.seed_for(0, 5))  # all mapped, parameter order
+    addresses = [b.array.ctypes.data for b in mapped]
+    assert [a % 4096 for a in addresses] == [16, 16]
+    assert addresses[0] > addresses[1]
+    head = int.from_bytes(ctypes.string_at(addresses[0] - 8, 8), "little")
+    assert head & 2 and (head & ~7) % 4096 == 0 and (head & ~7) >= values[0].nbytes + 16
+    for index in range(1, 40, 3):  # every heap style draw
+        for buffer in plain_buffers(values, layout.seed_for(index, index)):
+            assert buffer.array.ctypes.data % 4096 != 16
+    for where, words in ((values[0].nbytes + 4, "past the end"), (-3, "before the start")):
+        (buffer,) = plain_buffers(values[:1], layout.seed_for(0, 7))
+        ctypes.memset(buffer.array.ctypes.data + where, 0x5A, 1)
+        assert words in check_plain(buffer.storage, values[0])

@@ -212,3 +212,21 @@ def test_a_kernel_whose_in_place_output_would_overflow_is_timed_on_restored_data
     assert result.ok, result.summary()
     assert unrolled.ok, unrolled.summary()
     assert max(result.timing.repeats) > 20  # many launches per sample: drift would show
+
+
+def test_a_candidate_clearly_slower_on_one_timed_layout_gets_that_layouts_figure():
+    """Rounds alternate the candidate between the two timed layouts (two rounds each):
+    10x on one, 0.5x on the other is reported as 0.5x with the layout named; a few
+    percent of scatter between the sets is pooled."""
+    from pytest_r3.replay.measurement import Timing, candidate_set
+
+    warmup = 2
+    sets = [candidate_set(warmup + k) for k in range(8)]
+    assert sorted(set(sets)) == [0, 1]
+    base = [1.0] * 8
+    keyed = Timing.from_samples(base, [2.0 if s == 0 else 0.1 for s in sets],
+                                warmup_rounds=warmup).on_worse_layout(("script", "heap"))
+    assert keyed.layout == "script" and keyed.speedup == pytest.approx(0.5)
+    noisy = Timing.from_samples(base, [0.50 if s == 0 else 0.51 for s in sets],
+                                warmup_rounds=warmup).on_worse_layout(("script", "heap"))
+    assert noisy.layout == "" and noisy.rounds == 8

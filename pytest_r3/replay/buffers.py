@@ -19,6 +19,7 @@ import functools
 import numpy as np
 
 from ..model.arguments import GUARD_BYTES
+from . import layout
 
 
 def random_bytes(seed: int, count: int) -> np.ndarray:
@@ -84,8 +85,8 @@ def check_guards(storage: np.ndarray, like: np.ndarray, guard_seed: int) -> str 
 
 
 # -- the production layout ---------------------------------------------------------------------
-WORD = 8  # glibc's chunk header: a size word before every block malloc returns
-_MMAPPED = 2  # the size word's flag for a block that has a mapping of its own
+WORD = layout.WORD  # glibc's chunk header: a size word before every block malloc returns
+_MMAPPED = layout.IS_MMAPPED  # the size word's flag for a block with a mapping of its own
 
 
 @functools.lru_cache(maxsize=1)
@@ -100,17 +101,26 @@ def _usable_size():
 
 
 class PlainBuffer:
-    """An array allocated as numpy allocates the user's (``np.empty``: the same allocator,
-    alignment, header and neighbours), so nothing around it says "judged". What the
-    allocator keeps next to the data (the size word before it, the unused tail of its block
-    after it) is noted when the buffer is made and sent back with the data after the run:
-    a write there is out of bounds, as a write into a guard is."""
+    """An array allocated as numpy allocates the user's, so nothing around it says
+    "judged": a heap block (``np.empty``: the same allocator, alignment, header and
+    neighbours) or a fresh mapping laid out as glibc maps a large block (``mapped``: its
+    size in bytes; see layout). What the allocator keeps next to the data (the size word
+    before it, the unused tail of its block after it) is noted when the buffer is made and
+    sent back with the data after the run: a write there is out of bounds, as a write into
+    a guard is. ``keep``: spacers allocated with it, alive as long as it is."""
 
-    def __init__(self, like: np.ndarray) -> None:
+    def __init__(self, like: np.ndarray, array: np.ndarray | None = None,
+                 mapped: int | None = None, keep: list | None = None) -> None:
         self.dtype, self.shape = like.dtype, like.shape
-        self.array = np.empty(like.shape, dtype=like.dtype)
-        self._span = self._around_span()
+        self.array = np.empty(like.shape, dtype=like.dtype) if array is None else array
+        self.keep = keep
+        self._span = self._mapped_span(mapped) if mapped else self._around_span()
         self._before = self._around()
+
+    def _mapped_span(self, size: int) -> tuple[int, int, int]:
+        address = self.array.ctypes.data
+        return address - WORD, address + self.array.nbytes, size - 2 * WORD - \
+            self.array.nbytes
 
     def _around_span(self) -> tuple[int, int, int] | None:
         """(address of the size word, address after the data, bytes to the block's end)."""
@@ -146,6 +156,23 @@ class PlainBuffer:
         """``data | around as it was made | around now``, as bytes."""
         data = np.ascontiguousarray(self.array).reshape(-1).view(np.uint8)
         return np.concatenate([data, self._before, self._around()])
+
+
+def plain_buffers(values: list[np.ndarray], seed: int) -> list[PlainBuffer]:
+    """Buffers like ``values`` (in that order), allocated as the layout ``seed`` draws:
+    which are mapped, in which order, after which spacers (see layout)."""
+    drawn = layout.draw(seed, len(values))
+    made: dict[int, PlainBuffer] = {}
+    for number in drawn.order:
+        like = values[number]
+        if drawn.mapped[number] and like.nbytes:
+            array, size = layout.mapped_array(like)
+            made[number] = PlainBuffer(like, array, mapped=size)
+        else:
+            keep: list = []
+            made[number] = PlainBuffer(like, layout.heap_array(like, drawn.spacers[number],
+                                                               keep), keep=keep)
+    return [made[number] for number in range(len(values))]
 
 
 def split_plain(storage: np.ndarray, like: np.ndarray) -> np.ndarray:

@@ -53,6 +53,22 @@ class Slot:
         return Slot(list(described["params"]), bool(described["written"]), values, views)
 
 
+@dataclass
+class Derived:
+    """An input set no recording holds (see derived and edges), before the judge runs the
+    baseline on it."""
+
+    label: str
+    scalars: dict
+    slots: list[Slot]
+    in_place: tuple[str, str] | None = None  # (read-only input, written buffer) made one
+    twin: Derived | None = None              # an in-place case's out-of-place twin
+    origin: str = "derived"                  # "twin": learnt, compared, then dropped
+    offset: int = 0          # in place: elements between the two parameters' starts
+    specials: bool = False   # NaN or Inf put in: kept only where the baseline's outputs
+                             # hold some (it propagates them)
+
+
 def slots_of(recording: Recording, params: list[dict]) -> list[Slot]:
     """The recording's buffers: one per group of parameters that were the same array, and
     one spanning each group that partly overlapped (when the recording kept the offsets)."""

@@ -29,22 +29,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.bounds import bound_value
-from . import verify
-from .cases import Slot
+from . import edges, verify
+from .cases import Derived, Slot
 
 SMALL_SIZES = (1, 2, 3, 5, 8, 17)
 ABOVE_MARGIN = 17        # the size above the recordings: at least this much above the largest
 ABOVE_COST = 4           # ...and its buffers at most this many times the largest recording's
-
-
-@dataclass
-class Derived:
-    label: str
-    scalars: dict
-    slots: list[Slot]
-    in_place: tuple[str, str] | None = None  # (read-only input, written buffer) made one
-    twin: Derived | None = None              # an in-place case's out-of-place twin
-    origin: str = "derived"                  # "twin": learnt, compared, then dropped
 
 
 @dataclass(frozen=True)
@@ -79,7 +69,7 @@ def plan(recorded: list, params: list[dict], rng: np.random.Generator,
     derived += _above(recorded, by_size[-1], params, extents, rng)
     if not no_alias:
         derived += _in_place(base, rng)
-    return derived
+    return derived + edges.plan(base, params, rng, sizes, no_alias)
 
 
 def _base(by_size: list, params: list[dict], extents: dict[str, Extent]):

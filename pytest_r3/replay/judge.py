@@ -17,6 +17,7 @@ buffers the timed runs used.
 
 from __future__ import annotations
 
+import math
 import secrets
 from dataclasses import dataclass, field
 
@@ -24,7 +25,7 @@ import numpy as np
 
 from ..record.store import Recording
 from . import cases as planning
-from . import derived
+from . import derived, layout
 from .buffers import check_guards, check_plain, poison_for, split_plain, split_storage
 from .protocol import WRONG_OUTPUT, KernelSpec, Rejected, ReplaySettings
 from .verify import Tolerance, compare, parse_tolerances, perturbed
@@ -48,6 +49,9 @@ class Case:
     weight: float = 1.0              # launches a timed workload stands for
     in_place: tuple[str, str] | None = None  # derived: this input and output made one buffer
     twin: Case | None = None         # ...and the same values out of place (origin "twin")
+    offset: int = 0                  # ...one starting this many elements after the other
+    specials: bool = False           # derived with NaN or Inf: kept where the baseline
+                                     # propagates them
 
     @property
     def nbytes(self) -> int:
@@ -119,7 +123,8 @@ class Judge:
         made: dict[int, Case] = {}
         for item in derived.plan(planned, self.spec.params, rng, self.spec.no_alias):
             made[id(item)] = Case(item.label, item.origin, item.scalars, item.slots,
-                                  in_place=item.in_place, twin=made.get(id(item.twin)))
+                                  in_place=item.in_place, twin=made.get(id(item.twin)),
+                                  offset=item.offset, specials=item.specials)
         return list(made.values())
 
     def settle(self) -> list[str]:
@@ -127,6 +132,12 @@ class Judge:
         it gives out of place on the same values (then callers may call it in place, and a
         candidate must agree); the twins go. Returns why cases were dropped."""
         dropped, gone = [], set()
+        for case in [c for c in self.cases if c.specials]:
+            if all(np.isfinite(values).all() for values in case.expected.values()) and \
+                    (case.returned is None or np.isfinite(case.returned)):
+                gone.add(id(case))
+                dropped.append(f"{case.label}: the baseline's outputs hold no NaN or "
+                               "infinity (it does not propagate them)")
         for case in [c for c in self.cases if c.in_place]:
             twin = case.twin
             problem = "its out-of-place twin was dropped" \
@@ -143,8 +154,10 @@ class Judge:
         target = case.in_place[1]
         number = next(n for n, s in enumerate(case.slots) if target in s.params)
         apart = next(n for n, s in enumerate(twin.slots) if target in s.params)
-        problem = compare(target, twin.expected[apart], case.expected[number],
-                          self._tolerance(case.slots[number]))
+        slot = case.slots[number]
+        problem = compare(target, twin.expected[apart], slot.view_of(case.expected[number],
+                                                                     target),
+                          self._tolerance(slot))
         if problem or case.returned != twin.returned:
             return "the baseline gives another result in place than out of place"
         return None
@@ -152,8 +165,8 @@ class Judge:
     def shared_buffers(self) -> set[frozenset[str]]:
         """Pairs of pointer parameters some verifying case passes as one buffer (aliased
         or overlapping, recorded or derived): a candidate is checked with them together."""
-        return {frozenset((a, b)) for case in self.verifying() for slot in case.slots
-                for a in slot.params for b in slot.params if a < b}
+        return {frozenset((a, b)) for case in self.verifying() if not case.offset
+                for slot in case.slots for a in slot.params for b in slot.params if a < b}
 
     def learn(self, case: Case, run_batch) -> None:
         """What the baseline produces on ``case``; ``run_batch`` runs the baseline (see
@@ -307,18 +320,24 @@ class Judge:
         arrays (fresh ones each launch, filled as recorded, as a test or an application
         would call the kernel): the many calls of a long-lived process, late in the
         candidate's life (after its timing), where a guard or a call count cannot tell it
-        that it is judged. Most launches are on the smallest case; every other case that
-        verifies (chains of launches apart) runs once, last."""
+        that it is judged. Most launches are on the smallest case, walking through every
+        allocation style and order of its buffers (see layout.seed_for); every other case
+        that verifies (chains of launches apart) runs once, last, in the next layouts."""
         cases = [case for case in self.verifying() if not case.after]
         if not cases or calls <= 0:
             return
         smallest = min(cases, key=lambda c: c.nbytes)
-        plan = [smallest] * max(0, calls - len(cases)) + cases
-        replies = run([(case, {}, 0, True) for case in plan])
+        walk = len(layout.STYLES) * min(math.factorial(len(smallest.slots)), layout.MAX_ORDERS)
+        plan = [smallest] * max(calls - len(cases), walk) + cases
+        high = secrets.randbits(40)
+        seeds = [layout.seed_for(index, high) for index in range(len(plan))]
+        replies = run([(case, {}, seed, True) for case, seed in zip(plan, seeds)])
         for index, (case, reply) in enumerate(zip(plan, replies, strict=True)):
+            drawn = layout.draw(seeds[index], len(case.slots)).describe()
             self.check_run(case, reply, 0, None, PRODUCTION,
-                           f"buffers laid out as numpy allocates them (production layout), "
-                           f"launch {index + 1} of {len(plan)} in a row, on ", plain=True)
+                           f"buffers laid out as numpy allocates them (production layout: "
+                           f"{drawn}), launch {index + 1} of {len(plan)} in a row, on ",
+                           plain=True)
 
     def check_timed(self, case: Case, arrays: dict[int, np.ndarray | None]) -> None:
         """Raise Rejected unless the buffers a timed launch updated in place hold what one

@@ -36,6 +36,13 @@ Clock = Literal["thread", "process", "none"]
 FORMAT = 2  # the shape of Timing.as_dict; stored results without it are the older shape
 
 
+def candidate_set(round_index: int) -> int:
+    """Which of the two buffer sets the candidate runs on in round ``round_index`` (warm-up
+    rounds counted): timing trades them every other round, so placement cancels out and
+    both variants run on both sets' layouts (see layout.timed_seed)."""
+    return 0 if round_index // 2 % 2 else 1
+
+
 class MalformedTiming(ValueError):
     """Timing figures that are not well-formed: from a worker, a crash; on disk, a result
     measured again."""
@@ -126,6 +133,9 @@ class Timing(_Paired):
     basis: Basis = "baseline"
     scaled_by: float = 1.0
     timed_on: TimedOn = ""
+    # "" when the figures pool both buffer sets, else the set whose rounds alone they are
+    # (the candidate was clearly slower there: see on_worse_layout)
+    layout: str = ""
     dropped: int = 0
     taken: int = 0
     clock: Clock = "thread"
@@ -206,6 +216,38 @@ class Timing(_Paired):
                           for case, workload in zip(self.cases, workloads, strict=True))
         return replace(self, timed_on=timed_on, cases=cases)
 
+    def rounds_on(self, which: int) -> Timing:
+        """Only the rounds in which the candidate ran on buffer set ``which``."""
+        keep = [k for k in range(self.rounds)
+                if candidate_set(self.warmup_rounds + k) == which]
+
+        def pick(values: Sequence) -> tuple:
+            return tuple(values[k] for k in keep) if values else ()
+        return replace(self, baseline_samples=pick(self.baseline_samples),
+                       candidate_samples=pick(self.candidate_samples),
+                       cases=tuple(replace(case, baseline_samples=pick(case.baseline_samples),
+                                           candidate_samples=pick(case.candidate_samples))
+                                   for case in self.cases),
+                       cycles=pick(self.cycles), instructions=pick(self.instructions))
+
+    def on_worse_layout(self, names: Sequence[str]) -> Timing:
+        """The figures production can count on. The two buffer sets are laid out as two
+        kinds of process lay out arrays (``names``); where the candidate's ratio is lower
+        on one set by more than three times the noise floor and every round on it (two
+        at least) is below every round on the other (a kernel keyed on its pointers'
+        values, or one that suffers from a layout), the figures are that set's rounds
+        alone; else all rounds (a smaller gap is within what timing can tell)."""
+        pooled = replace(self, layout="")
+        halves = [self.rounds_on(which) for which in (0, 1)]
+        if not all(half.rounds >= 2 for half in halves):
+            return pooled
+        worse, better = sorted(halves, key=lambda half: half.speedup)
+        low = np.array(worse.baseline_samples) / np.array(worse.candidate_samples)
+        high = np.array(better.baseline_samples) / np.array(better.candidate_samples)
+        if worse.speedup * (1 + 3 * NOISE_FLOOR) < better.speedup and low.max() < high.min():
+            return replace(worse, layout=names[0 if worse is halves[0] else 1])
+        return pooled
+
     # -- wire and disk -----------------------------------------------------------------------
     def as_dict(self) -> dict:
         """Plain data: the samples and what they were, plus the figures for a reader."""
@@ -224,7 +266,7 @@ class Timing(_Paired):
             "cases": [case.as_dict() for case in self.cases],
             "repeats": list(self.repeats), "warmup_rounds": self.warmup_rounds,
             "raced": self.raced, "stopped": self.stopped, "basis": self.basis,
-            "scaled_by": self.scaled_by, "timed_on": self.timed_on,
+            "scaled_by": self.scaled_by, "timed_on": self.timed_on, "layout": self.layout,
             "dropped": self.dropped, "taken": self.taken, "clock": self.clock,
             "counters": self.counters,
             "cycles": [list(pair) for pair in self.cycles],
@@ -255,6 +297,7 @@ class Timing(_Paired):
                 warmup_rounds=int(data.get("warmup_rounds", 0)),
                 raced=bool(data.get("raced", False)), stopped=str(data.get("stopped", "")),
                 basis=basis, scaled_by=scaled_by, timed_on=str(data.get("timed_on", "")),
+                layout=str(data.get("layout", "")),
                 dropped=int(data.get("dropped", 0)), taken=int(data.get("taken", 0)),
                 clock=str(data.get("clock", "thread")), counters=str(data.get("counters", "")),
                 cycles=_pairs(data.get("cycles", ())),

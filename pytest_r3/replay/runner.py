@@ -23,11 +23,12 @@ from ..model.launch import LaunchConfig
 from ..model.pipeline import Pipeline
 from ..model.signature import Signature, param_from_dict
 from . import protocol
-from .buffers import GuardedBuffer, PlainBuffer
+from .buffers import GuardedBuffer, PlainBuffer, plain_buffers
 from .cases import Slot
 from .counters import Counters
 from .device_timing import DeviceTimed
 from .heartbeat import quiet
+from .layout import prefer_heap, timed_seed
 from .protocol import KernelSpec, Rejected, ReplaySettings
 from .sampling import Arguments
 from .timing import interleaved_speedup
@@ -58,6 +59,7 @@ class Runner:
         self.launch = (LaunchConfig.from_portable(spec.launch, f"kernel {spec.name!r}")
                        if spec.launch else None)
         self.variants: dict[str, object] = {}
+        prefer_heap()  # a heap buffer of the production layout is one (see layout)
         self.cases: list[WorkerCase] = []
         self._repeats: dict[tuple, int] = {}  # launches per timed sample, by (reference, case)
         # opened before the worker is sealed (perf_event_open is not on its allowlist)
@@ -115,15 +117,18 @@ class Runner:
     def _arguments(self, case: WorkerCase, fills: dict, guard_seed: int,
                    plain: bool = False):
         """Launch arguments in parameter order; aliased parameters share one buffer.
-        ``plain``: buffers allocated as numpy allocates the user's, with no guards."""
+        ``plain``: buffers allocated as numpy allocates the user's, with no guards, in the
+        layout ``guard_seed`` draws (see layout)."""
         self.beat()
         buffers: list[GuardedBuffer | PlainBuffer] = []
+        if plain:
+            buffers += plain_buffers([slot.values for slot in case.slots], guard_seed)
+        else:
+            buffers += [GuardedBuffer(slot.values, guard_seed + number)
+                        for number, slot in enumerate(case.slots)]
         by_param = {}
-        for number, slot in enumerate(case.slots):
-            buffer = PlainBuffer(slot.values) if plain else \
-                GuardedBuffer(slot.values, guard_seed + number)
+        for number, (slot, buffer) in enumerate(zip(case.slots, buffers, strict=True)):
             buffer.fill(slot.values, fills.get(str(number)))
-            buffers.append(buffer)
             for name in slot.params:  # overlapping parameters: views of one buffer
                 by_param[name] = slot.view_of(buffer.array, name)
         args = [by_param[p.name] if p.is_pointer else case.scalars[p.name]
@@ -178,23 +183,26 @@ class Runner:
         return {"returned": _plain(returned)}, {
             str(number): buffer.storage for number, buffer in enumerate(buffers)}
 
-    def _timed(self, case: WorkerCase, guard_seed: int, restore: list[int] | None):
+    def _timed(self, case: WorkerCase, guard_seed: int, which: int, index: int,
+               restore: list[int] | None):
         """Launch arguments for timing ``case``: where it writes buffers it also reads
         (``restore``; every written one when not said), several copies whose buffers are
         put back to the recorded values before each use, outside the timed region (see
         sampling.Arguments); the first copy's buffers come back too. Buffers are laid out as
         numpy lays out the user's arrays: a candidate timed on buffers it can tell apart from
-        production's could be fast only when timed."""
-        args, buffers = self._arguments(case, {}, guard_seed, plain=True)
+        production's could be fast only when timed; set ``which`` 0 is laid out as a short
+        script's fresh large arrays, 1 as a long-lived process's (see layout.timed_seed)."""
+        args, buffers = self._arguments(case, {}, timed_seed(guard_seed, which, index),
+                                        plain=True)
         restore = [n for n, slot in enumerate(case.slots) if slot.written] if restore is None \
             else [n for n in restore if 0 <= n < len(case.slots) and case.slots[n].written]
         if not restore:
             return Arguments([args]), buffers
         size = sum(case.slots[n].values.nbytes for n in restore)
         count = max(1, min(ROTATION, ROTATION_BYTES // max(size, 1)))
-        copies = [(args, buffers)] + [self._arguments(case, {}, guard_seed + 7_919 * k,
-                                                      plain=True)
-                                      for k in range(1, count)]
+        copies = [(args, buffers)] + [
+            self._arguments(case, {}, timed_seed(guard_seed, which, index, k), plain=True)
+            for k in range(1, count)]
 
         def put_back(used: int) -> None:
             for _, copy in copies[:used]:
@@ -216,10 +224,10 @@ class Runner:
         if reference not in ("baseline", "reference") or reference not in self.variants:
             raise protocol.ProtocolError(f"time against {reference!r}: no such variant")
         sets = {"base": [], "cand": []}
-        for offset, which in enumerate(sets):
+        for offset, which in enumerate(sets):  # two layouts, each variant timed on both
             for position, index in enumerate(case_indices):
                 sets[which].append(self._timed(
-                    self.cases[index], guard_seed + 1000 * (offset + 1) + index,
+                    self.cases[index], guard_seed, offset, index,
                     None if restore is None else list(restore[position])))
         try:
             timing = interleaved_speedup(

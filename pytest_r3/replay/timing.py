@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from .counters import Counters
-from .measurement import CaseTiming, Timing
+from .measurement import CaseTiming, Timing, candidate_set
 from .sampling import Arguments, Sampler
 from .statistics import NOISE_FLOOR
 
@@ -108,7 +108,7 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
         ones = []
         for b_args, c_args, repeat, per_slice in zip(base_args, cand_args, repeats, slices,
                                                       strict=True):
-            if round_index // 2 % 2:  # trade buffers every other round: placement cancels
+            if candidate_set(round_index) == 0:  # trade buffers every other round
                 b_args, c_args = c_args, b_args
             pair = [(baseline, b_args), (candidate, c_args)]
             if round_index % 2:

@@ -1,0 +1,135 @@
+"""Derived inputs at the edges of a kernel's contract, which tests seldom reach and rewrites
+like to cut: special float values, sizes of zero and below, in-place calls at an offset.
+
+Each rule answers a rewrite that was accepted and then wrong in production:
+
+- a float scalar made NaN, then infinite (``if (alpha != alpha) return;`` is a "fast
+  exit" that leaves ``y`` as it was where the original makes it NaN);
+- float inputs holding zeros beside a few infinities, then NaNs (``if (a[i] == 0.0)
+  continue;`` skips ``0 * inf``, which is NaN in the original);
+- each signed size argument negated, and every size zero (``if (n < 0) n = -n;``
+  computes where the original does nothing);
+- a read-only input and a written buffer passed as two views of one buffer, one starting
+  1 or a few elements after the other (a loop walked backwards is wrong for the in-place
+  shift ``f(n, a, buf + 1, buf)`` that a forward loop gets right).
+
+Like every derived case, each one is run on the baseline first and dropped where the
+baseline cannot run it (crash, out of bounds, not deterministic); the judge also drops an
+in-place case where the baseline gives another result than out of place, and a special
+value case where the baseline's outputs hold no NaN or infinity (it does not propagate
+them, so there is nothing to keep). A rewrite must then do what the baseline does there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import verify
+from .cases import Derived, Slot
+
+ZEROS = 0.15      # share of a float input's elements made zero beside the special values
+SPECIALS = 2      # special values placed in each float input
+OFFSET_MAX = 16   # the in-place offsets: 1, and one drawn up to this many elements
+
+
+def plan(case, params: list[dict], rng: np.random.Generator, sizes: set[str],
+         no_alias: bool = False) -> list[Derived]:
+    """The edge cases of ``case`` (a recording with ``label``, ``scalars``, ``slots``);
+    ``sizes``: the integer arguments that set sizes."""
+    found = _special_scalars(case, params) + _special_data(case, rng)
+    found += _sizes_below_one(case, params, sizes)
+    if not no_alias:
+        found += _shifted_in_place(case, rng)
+    return found
+
+
+def _floats(params: list[dict], scalars: dict) -> list[dict]:
+    return [p for p in params if not p["is_pointer"] and p["name"] in scalars
+            and np.dtype(p["dtype"]).kind == "f"]
+
+
+def _special_scalars(case, params: list[dict]) -> list[Derived]:
+    found = []
+    for p in _floats(params, case.scalars):
+        for value, word in ((float("nan"), "NaN"), (float("inf"), "infinite")):
+            scalars = dict(case.scalars, **{p["name"]: float(np.dtype(p["dtype"]).type(value))})
+            found.append(Derived(f"{case.label} with the float scalar {p['name']} {word}",
+                              scalars, case.slots, specials=True))
+    return found
+
+
+def _special_data(case, rng: np.random.Generator) -> list[Derived]:
+    """Zeros beside a few infinities (then NaNs) in every read-only float input."""
+    found = []
+    for value, word in ((np.inf, "infinities"), (np.nan, "NaNs")):
+        slots, changed = [], []
+        for slot in case.slots:
+            values = slot.values
+            if slot.written or slot.views or values.dtype.kind != "f" or values.size < 2:
+                slots.append(slot)
+                continue
+            fresh = values.copy().reshape(-1)
+            fresh[rng.random(fresh.size) < ZEROS] = 0.0
+            places = rng.choice(fresh.size, size=min(SPECIALS, fresh.size), replace=False)
+            signs = rng.choice([-1.0, 1.0], size=places.size)
+            fresh[places] = signs * value
+            slots.append(Slot(slot.params, slot.written, fresh.reshape(values.shape)))
+            changed.append(slot.name)
+        if changed:
+            found.append(Derived(f"{case.label} with zeros and {word} in {', '.join(changed)}",
+                              dict(case.scalars), slots, specials=True))
+    return found
+
+
+def _sizes_below_one(case, params: list[dict], sizes: set[str]) -> list[Derived]:
+    """Each signed size argument negated (the buffers as recorded), then every size 0."""
+    signed = [p["name"] for p in params if p["name"] in sizes
+              and np.dtype(p["dtype"]).kind == "i" and int(case.scalars[p["name"]]) > 0]
+    found = [Derived(f"{case.label} at a negative size ({name}={-int(case.scalars[name])})",
+                  dict(case.scalars, **{name: -int(case.scalars[name])}), case.slots)
+             for name in sorted(signed)]
+    if sizes:
+        zero = dict(case.scalars, **{name: 0 for name in sizes})
+        found.append(Derived(f"{case.label} at size zero "
+                          f"({', '.join(f'{n}=0' for n in sorted(sizes))})", zero, case.slots))
+    return found
+
+
+def _shifted_in_place(case, rng: np.random.Generator) -> list[Derived]:
+    """Each read-only input and written buffer of one dtype and length (one-dimensional)
+    as two views of one buffer, the written one starting ``offset`` elements before the
+    input, then after it, beside an out-of-place twin holding the same values."""
+    found: list[Derived] = []
+    single = [s for s in case.slots if len(s.params) == 1 and not s.views
+              and s.values.ndim == 1 and s.values.size > 1]
+    for source in (s for s in single if not s.written):
+        for target in (s for s in single if s.written):
+            if source.values.dtype != target.values.dtype or \
+                    source.values.shape != target.values.shape:
+                continue
+            n = source.values.size
+            offsets = sorted({1, int(rng.integers(2, max(3, min(OFFSET_MAX, n - 1) + 1)))})
+            for offset in (o for o in offsets if o < n):
+                for target_first in (True, False):
+                    found += _shifted_pair(case, source, target, offset, target_first, rng)
+    return found
+
+
+def _shifted_pair(case, source: Slot, target: Slot, offset: int, target_first: bool,
+                  rng: np.random.Generator) -> list[Derived]:
+    n = source.values.size
+    pair = (source.params[0], target.params[0])
+    grown = np.concatenate([source.values, source.values[:offset]])
+    values = verify.perturbed(grown, rng, integers=True)
+    starts = {pair[1]: 0, pair[0]: offset} if target_first else {pair[0]: 0, pair[1]: offset}
+    views = {name: (start, (n,)) for name, start in starts.items()}
+    shared = Slot([pair[1], pair[0]], True, values, views)
+    together = [shared if s is source else s for s in case.slots if s is not target]
+    apart = [Slot(s.params, s.written, values[starts[s.params[0]]:][:n].copy())
+             if s is source or s is target else s for s in case.slots]
+    where = f"{pair[1]} = {pair[0]} - {offset}" if target_first else \
+        f"{pair[1]} = {pair[0]} + {offset}"
+    twin = Derived(f"{case.label} out of place, with the values of {where}",
+                dict(case.scalars), apart, origin="twin")
+    return [twin, Derived(f"{case.label} called in place at an offset ({where}, elements)",
+                       dict(case.scalars), together, pair, twin, offset=offset)]
