@@ -89,6 +89,21 @@ def test_a_wrong_entry_is_one_line_naming_the_declaration(pytester, project, mod
                                  "fu_scale.c: entry symbol 'fu_scael' is not defined by the "
                                  "source (it defines: fu_scale)*"])
     assert "passed" not in output  # stopped before any test ran
+    assert "no kernel to tune" not in output and "recorded" not in output, output
+
+
+@pytest.mark.parametrize("mode", ["--r3-record", "--r3-tune", "--r3-check"])
+def test_a_wrong_entry_is_one_line_under_xdist(pytester, project, mode):
+    """Under ``-n 2`` the workers collect: a worker's check reaches the controller's
+    terminal as the same one line, before any test runs."""
+    (project / "fumod.py").write_text(MODULE_PY.replace("@ENTRY@", '"fu_scael"'))
+    result, output = run(pytester, "-n", "2", mode)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, output
+    result.stderr.fnmatch_lines(["ERROR: pytest-r3: kernel 'fu_scael' declared at fumod.py:4: "
+                                 "fu_scale.c: entry symbol 'fu_scael' is not defined by the "
+                                 "source (it defines: fu_scale)*"])
+    assert "passed" not in output and "crashed" not in output, output
+    assert "no kernel to tune" not in output and "recorded" not in output, output
 
 
 def test_a_misspelled_boolean_ini_value_is_a_usage_error(pytester, project):

@@ -47,7 +47,8 @@ def example_report(tmp_path_factory) -> Path:
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--r3-tune",
          "--r3-budget=24", "--r3-kernels=scaled_add,matmul,jacobi2d"],
-        cwd=project, capture_output=True, text=True, timeout=900)
+        # a safety limit only: about 5 min alone, past 15 beside a loaded `pytest -n 2`
+        cwd=project, capture_output=True, text=True, timeout=2400)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     return project / ".r3" / "report.html"
 

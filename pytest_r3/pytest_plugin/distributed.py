@@ -24,6 +24,7 @@ import pytest
 from ..kernel import declaration
 
 OUTPUT_KEY = "pytest_r3"  # our entry in xdist's workeroutput
+USAGE_ERROR_KEY = "pytest_r3_usage_error"  # a worker's one-line usage error, if any
 
 
 def role(config: pytest.Config) -> str | None:

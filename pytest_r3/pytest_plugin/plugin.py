@@ -193,11 +193,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     config = session.config
-    if config.option.collectonly or distributed.role(config) is not None:
-        return  # under xdist, each worker's kernels fail at their first call instead
+    where = distributed.role(config)
+    if config.option.collectonly or where == "controller":
+        return  # under xdist the workers collect, and check (see pytest_testnodedown)
     if any(options.value(config, name) for name in ("r3_list", "r3_record", "r3_tune",
                                                     "r3_check")):
-        check_declarations(config)
+        try:
+            check_declarations(config)
+        except pytest.UsageError as exc:
+            if where == "worker":  # the controller raises it again, for the terminal
+                config.workeroutput[distributed.USAGE_ERROR_KEY] = str(exc)  # type: ignore
+            raise
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """pytest-xdist's controller: a worker stopped on a usage error (a wrong ``entry=``)
+    before running any test; the same one line, here, ends the run."""
+    message = (getattr(node, "workeroutput", None) or {}).get(distributed.USAGE_ERROR_KEY)
+    if message:
+        raise pytest.UsageError(message)
 
 
 @pytest.hookimpl(tryfirst=True)

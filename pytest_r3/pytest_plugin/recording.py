@@ -219,7 +219,9 @@ class RecordingPlugin:
             })
             self.summary[name] = index
 
-    def pytest_terminal_summary(self, terminalreporter) -> None:
+    def pytest_terminal_summary(self, terminalreporter, exitstatus) -> None:
+        if exitstatus == pytest.ExitCode.USAGE_ERROR and not self.summary:
+            return  # stopped before any test ran (e.g. a wrong entry=): its one line says it
         write = terminalreporter.write_line
         terminalreporter.section("pytest-r3 recordings")
         if not self.summary and not self.worker_problems:

@@ -115,7 +115,9 @@ class TunePlugin:
         elif self.failures and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
-    def pytest_terminal_summary(self, terminalreporter) -> None:
+    def pytest_terminal_summary(self, terminalreporter, exitstatus) -> None:
+        if exitstatus == pytest.ExitCode.USAGE_ERROR and not (self.usage_error or self.rows):
+            return  # stopped before anything ran (e.g. a wrong entry=): its one line says it
         title = "pytest-r3 tuning" if self.mode == "tune" else "pytest-r3 check"
         terminalreporter.section(title)
         write = terminalreporter.write_line
