@@ -76,7 +76,7 @@ def work(monkeypatch) -> dict[str, int]:
 def fresh(project: Path, work: dict[str, int], **options) -> r3.Kernel:
     """The kernel as a new process declares it: nothing compiled in memory."""
     toolchain._ir_cache.clear()
-    cuda_toolchain.ptxas_info.cache_clear()
+    cuda_toolchain.assemble.cache_clear()
     for name in work:
         work[name] = 0
     options.setdefault("defines", {"SCALE": 2})

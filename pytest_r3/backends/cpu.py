@@ -328,18 +328,24 @@ def loadable(needs: Sequence[str]) -> bool:
 
 def _in_process(name: str) -> bool:
     """Whether the JIT can link ``name``: a symbol given to LLVM, or one the process has
-    loaded (libc, libm), found the way the JIT finds it."""
+    loaded (libc, libm), found the way the JIT finds it. A symbol found stays found (a
+    cached emulated kernel needs dozens of the C library's: each is looked up once)."""
     import llvmlite.binding as llvm
 
-    if llvm.address_of_symbol(name):
+    if name in _FOUND:
         return True
     try:
-        return bool(ctypes.cast(getattr(_PROCESS, name), ctypes.c_void_p).value)
+        found = bool(llvm.address_of_symbol(name)) or bool(
+            ctypes.cast(getattr(_PROCESS, name), ctypes.c_void_p).value)
     except (AttributeError, ValueError):
-        return False
+        found = False
+    if found:
+        _FOUND.add(name)
+    return found
 
 
 _PROCESS = ctypes.CDLL(None)
+_FOUND: set[str] = set()
 
 
 def check_resolvable(module, entry: str, where: str) -> None:

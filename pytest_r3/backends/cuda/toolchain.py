@@ -326,7 +326,6 @@ class Assembled:
     cubin: bytes
 
 
-@functools.lru_cache(maxsize=256)
 def ptxas_info(ptx: str, arch: str) -> dict[str, dict[str, int]] | None:
     """Assemble ``ptx`` with ``ptxas -v`` and parse what it reports (see :func:`assemble`).
 
@@ -336,9 +335,10 @@ def ptxas_info(ptx: str, arch: str) -> dict[str, dict[str, int]] | None:
     return None if assembled is None else assembled.info
 
 
+@functools.lru_cache(maxsize=256)
 def assemble(ptx: str, arch: str) -> Assembled | None:
     """``ptx`` assembled for ``arch`` by ``ptxas -v``: its report and cubin, None without
-    ptxas. Inside a trusted build the result is kept in the compiled-code cache, keyed by
+    ptxas. Kept in memory, and inside a trusted build in the compiled-code cache, keyed by
     the PTX, the architecture and ptxas's own version, so a later process skips ptxas."""
     ptxas = find_tool("ptxas")
     if ptxas is None:
