@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import os
 import re
+import shutil
 import stat
+import tempfile
 import textwrap
 from pathlib import Path
 from types import SimpleNamespace
@@ -82,17 +85,17 @@ def loop_order_kernel(name: str, first_statement: str = "", macros: str = "") ->
 _counter = itertools.count()
 
 
-@pytest.fixture(autouse=True, scope="session")
-def session_compile_cache(tmp_path_factory):
-    """Module- and session-scoped fixtures that compile keep their code in a folder of this
-    session, never in the user's cache (each test then gets its own, below)."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(compile_cache.DIR_ENV, str(tmp_path_factory.mktemp("r3-cache-session")))
-        yield
+# Set when this file is imported, before collection, plugins' hooks, module-level code of test
+# files, session fixtures and threads that outlive the session: nothing the suite runs, nor a
+# process it starts, finds the user's compiled-code cache (a developer's PYTEST_R3_CACHE_DIR
+# included). Each test then gets a folder of its own (below).
+SUITE_CACHE = tempfile.mkdtemp(prefix="pytest-r3-suite-cache-")
+os.environ[compile_cache.DIR_ENV] = SUITE_CACHE
+atexit.register(shutil.rmtree, SUITE_CACHE, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
-def isolated_compile_cache(session_compile_cache, tmp_path_factory, monkeypatch):
+def isolated_compile_cache(tmp_path_factory, monkeypatch):
     """Every test, and every process it starts (pytester runs, workers, subprocesses), keeps
     compiled code in a fresh folder of its own: never in the user's cache."""
     monkeypatch.setenv(compile_cache.DIR_ENV, str(tmp_path_factory.mktemp("r3-cache")))

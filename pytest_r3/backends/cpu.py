@@ -154,7 +154,6 @@ class CPUBackend(Backend):
 
     def load(self, ir: str, entry: str, signature: Signature, pipeline: Pipeline,
              kernel_name: str) -> CPULauncher:
-        import llvmlite.binding as llvm
 
         where = f"kernel {kernel_name!r}"
         offset = _numpy_data_offset()
@@ -167,7 +166,7 @@ class CPUBackend(Backend):
                                     target.cpu, target.features, offset, entry,
                                     pipeline.as_dict(), ir)
             cached = disk.get(key)
-            if cached is not None and all(map(_in_process, cached.meta.get("needs", ()))):
+            if cached is not None and loadable(cached.meta.get("needs", ())):
                 engine, address = self._load_object(cached.payload, symbol)
                 if address:
                     return _launcher(engine, address, signature, offset, kernel_name,
@@ -177,13 +176,7 @@ class CPUBackend(Backend):
         machine = self.target_machine()
         pipeline.run(module, machine)
         optimised_ir = str(module)
-        engine = llvm.create_mcjit_compiler(module, machine)
-        objects: list[bytes] = []
-        if key is not None:  # keep the object MCJIT generates
-            engine.set_object_cache(notify_func=lambda _, data: objects.append(bytes(data)))
-        engine.finalize_object()
-        if disk is not None and key is not None and len(objects) == 1:
-            disk.put(key, objects[0], {"kind": "cpu-object", "needs": needs})
+        engine = jit_kept(module, machine, disk, key, {"kind": "cpu-object", "needs": needs})
         return _launcher(engine, engine.get_function_address(symbol), signature, offset,
                          kernel_name, optimised_ir)
 
@@ -208,20 +201,8 @@ class CPUBackend(Backend):
 
     def _load_object(self, data: bytes, symbol: str):
         """A JIT engine holding a cached object file, and the address of ``symbol`` in it
-        (0 when the object does not define it). The engine compiles an empty module and the
-        object cache answers for it with ``data``, so no code is generated."""
-        import llvmlite.binding as llvm
-
-        toolchain.initialize_llvm()
-        empty = llvm.parse_assembly("")
-        empty.triple = toolchain.host_target().triple
-        # only relocates code made for this CPU: a machine without its long feature list is
-        # 40 times cheaper to create
-        machine = llvm.Target.from_triple(empty.triple).create_target_machine(
-            reloc="default", codemodel="jitdefault", jit=True)
-        engine = llvm.create_mcjit_compiler(empty, machine)
-        engine.set_object_cache(getbuffer_func=lambda _: data)
-        engine.finalize_object()
+        (0 when the object does not define it)."""
+        engine = load_object(data)
         return engine, engine.get_function_address(symbol)
 
     def launch(self, launcher: Launcher, args: Sequence[object]) -> object:
@@ -305,20 +286,66 @@ def _defined_function(module, entry: str, static_too: bool = False):
     return function
 
 
-def _in_process(name: str) -> bool:
-    """Whether the JIT can link ``name``: a symbol given to LLVM, or one the process has
-    loaded (libc, libm), found the way the JIT finds it."""
+def jit_kept(module, machine, disk: compile_cache.Access | None, key: str | None,
+             meta: dict):
+    """An MCJIT engine of an optimised ``module``; with a ``key``, the object file it
+    generates is kept in the compiled-code cache under it (with ``meta``)."""
     import llvmlite.binding as llvm
 
-    if llvm.address_of_symbol(name):
+    engine = llvm.create_mcjit_compiler(module, machine)
+    objects: list[bytes] = []
+    if disk is not None and key is not None:
+        engine.set_object_cache(notify_func=lambda _, data: objects.append(bytes(data)))
+    engine.finalize_object()
+    if disk is not None and key is not None and len(objects) == 1:
+        disk.put(key, objects[0], meta)
+    return engine
+
+
+def load_object(data: bytes):
+    """A JIT engine holding an object file from the compiled-code cache. The engine compiles
+    an empty module and the object cache answers for it with ``data``, so no code is
+    generated."""
+    import llvmlite.binding as llvm
+
+    toolchain.initialize_llvm()
+    empty = llvm.parse_assembly("")
+    empty.triple = toolchain.host_target().triple
+    # only relocates code made for this CPU: a machine without its long feature list is
+    # 40 times cheaper to create
+    machine = llvm.Target.from_triple(empty.triple).create_target_machine(
+        reloc="default", codemodel="jitdefault", jit=True)
+    engine = llvm.create_mcjit_compiler(empty, machine)
+    engine.set_object_cache(getbuffer_func=lambda _: data)
+    engine.finalize_object()
+    return engine
+
+
+def loadable(needs: Sequence[str]) -> bool:
+    """Whether every symbol a cached object needs from outside is in this process."""
+    return all(map(_in_process, needs))
+
+
+def _in_process(name: str) -> bool:
+    """Whether the JIT can link ``name``: a symbol given to LLVM, or one the process has
+    loaded (libc, libm), found the way the JIT finds it. A symbol found stays found (a
+    cached emulated kernel needs dozens of the C library's: each is looked up once)."""
+    import llvmlite.binding as llvm
+
+    if name in _FOUND:
         return True
     try:
-        return bool(ctypes.cast(getattr(_PROCESS, name), ctypes.c_void_p).value)
+        found = bool(llvm.address_of_symbol(name)) or bool(
+            ctypes.cast(getattr(_PROCESS, name), ctypes.c_void_p).value)
     except (AttributeError, ValueError):
-        return False
+        found = False
+    if found:
+        _FOUND.add(name)
+    return found
 
 
 _PROCESS = ctypes.CDLL(None)
+_FOUND: set[str] = set()
 
 
 def check_resolvable(module, entry: str, where: str) -> None:

@@ -19,9 +19,11 @@ the CUDA runtime can see one, else ``sm_80``.
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,9 +32,9 @@ from ...errors import CompileError, DeclarationError, ToolchainError
 from ...model.bounds import with_declared_bounds
 from ...model.launch import LaunchConfig, LaunchLimits
 from ...model.pipeline import Pipeline
-from ...model.signature import Signature, read_signature
+from ...model.signature import Signature, read_signature, signature_from_dict
 from ...model.source import KernelSource
-from .. import clang
+from .. import clang, compile_cache
 from ..base import Backend, Launcher
 from ..candidate_text import display_name
 from . import reach, support, toolchain
@@ -73,6 +75,7 @@ class PTXBuild:
     optimised_ir: str
     libdevice: bool = False
     diagnostics: dict = field(default_factory=dict)
+    cubin: bytes | None = None  # ptxas's output for ``arch``, where ptxas is installed
 
 
 class CUDABackend(Backend):
@@ -167,6 +170,15 @@ class CUDABackend(Backend):
         except DeclarationError as exc:
             raise DeclarationError(f"{where}: {exc}") from None
         debug_ir = self.compile(source, macros, debug_info=True)
+        if source.untrusted or compile_cache.current() is None:
+            return self._read_signature(source, entry, macros, debug_ir, where)
+        text = self.compile(source, macros, preprocess_only=True)  # its bounds are read
+        return cached_signature(
+            ("cuda-signature", self.arch, entry, debug_ir, text),
+            lambda: self._read_signature(source, entry, macros, debug_ir, where, text))
+
+    def _read_signature(self, source: KernelSource, entry: str, macros: Mapping[str, object],
+                        debug_ir: str, where: str, text: str | None = None) -> Signature:
         symbol = toolchain.match_symbol(_KERNEL_DEFINE.findall(debug_ir), entry, where)
         module = self.parse(clang.without_linker_keep(debug_ir), where)
         clang.keep_reachable(module, symbol, self.target_machine())
@@ -177,14 +189,37 @@ class CUDABackend(Backend):
             raise DeclarationError(f"{where}: a __global__ function returns void")
         signature = Signature(entry, signature.params, None)
         if any(p.is_pointer for p in signature.params):  # C array bounds, as written
-            signature = with_declared_bounds(
-                signature, self.compile(source, macros, preprocess_only=True))
+            signature = with_declared_bounds(signature, text if text is not None else
+                                             self.compile(source, macros, preprocess_only=True))
         return signature
 
     def compile_ptx(self, ir: str, entry: str, pipeline: Pipeline,
                     kernel_name: str = "") -> PTXBuild:
         """Optimise ``ir`` with ``pipeline`` and emit PTX for ``entry`` alone; where ptxas
-        is installed, assemble it and attach what ``ptxas -v`` reports."""
+        is installed, assemble it and attach what ``ptxas -v`` reports and the cubin.
+        Inside a trusted build both come from the compiled-code cache when they can."""
+        disk = compile_cache.current()
+        key = build = None
+        if disk is not None:
+            key = compile_cache.key("cuda-ptx", compile_cache.code_identity(), self.arch,
+                                    ptx_version(self.arch), entry, pipeline.as_dict(),
+                                    _libdevice_identity(), ir)
+            build = _cached_build(disk.get(key), self.arch)
+        if build is None:
+            build = self._emit_ptx(ir, entry, pipeline, kernel_name)
+            if disk is not None and key is not None:
+                disk.put(key, json.dumps({"ptx": build.ptx, "ir": build.optimised_ir}).encode(),
+                         {"kind": "cuda-ptx", "symbol": build.symbol,
+                          "libdevice": build.libdevice})
+        assembled = toolchain.assemble(build.ptx, self.arch)
+        if assembled is None:
+            build.diagnostics = {"ptxas": "not installed: PTX not assembled ahead of loading"}
+        else:
+            build.diagnostics = {"ptxas": "ok", **assembled.info.get(build.symbol, {})}
+            build.cubin = assembled.cubin
+        return build
+
+    def _emit_ptx(self, ir: str, entry: str, pipeline: Pipeline, kernel_name: str) -> PTXBuild:
         import llvmlite.binding as llvm
 
         where = f"kernel {kernel_name or entry!r}"
@@ -211,13 +246,7 @@ class CUDABackend(Backend):
             ptx = machine.emit_assembly(module)
         except RuntimeError as exc:
             raise CompileError(f"{where}: LLVM could not generate PTX: {exc}", str(exc)) from exc
-        build = PTXBuild(ptx, symbol, self.arch, optimised_ir, libdevice)
-        info = toolchain.ptxas_info(ptx, self.arch)
-        if info is None:
-            build.diagnostics = {"ptxas": "not installed: PTX not assembled ahead of loading"}
-        else:
-            build.diagnostics = {"ptxas": "ok", **info.get(symbol, {})}
-        return build
+        return PTXBuild(ptx, symbol, self.arch, optimised_ir, libdevice)
 
     # -- running -----------------------------------------------------------------------------
     def load(self, ir: str, entry: str, signature: Signature, pipeline: Pipeline,
@@ -323,6 +352,50 @@ def _device_name() -> str | None:
         return runtime.runtime().device_name
     except Exception:
         return None
+
+
+def cached_signature(parts: tuple, read: Callable[[], Signature]) -> Signature:
+    """A signature from the compiled-code cache, named by ``parts`` (its kind first, then
+    the compiled text it is read from), else ``read()`` and kept; only inside a trusted
+    build."""
+    disk = compile_cache.current()
+    key = compile_cache.key(parts[0], compile_cache.code_identity(), *parts[1:])
+    cached = None if disk is None else disk.get(key)
+    if cached is not None:
+        try:
+            return signature_from_dict(json.loads(cached.payload))
+        except (ValueError, KeyError, TypeError):
+            pass
+    signature = read()
+    if disk is not None:
+        disk.put(key, json.dumps(signature.as_dict()).encode(), {"kind": parts[0]})
+    return signature
+
+
+def _cached_build(entry: compile_cache.Entry | None, arch: str) -> PTXBuild | None:
+    """A PTXBuild from a cache entry, or None when there is none (or it is not one)."""
+    if entry is None:
+        return None
+    try:
+        texts = json.loads(entry.payload)
+        return PTXBuild(texts["ptx"], str(entry.meta["symbol"]), arch, texts["ir"],
+                        bool(entry.meta.get("libdevice")))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _libdevice_identity() -> str:
+    """The libdevice a PTX links when its kernel calls ``__nv_*`` math: its path and the
+    hash of its bitcode (another CUDA toolkit's libdevice is another entry)."""
+    path = toolchain.find_libdevice()
+    if path is None:
+        return "none"
+    return f"{path} {_libdevice_digest(str(path))}"
+
+
+@functools.lru_cache(maxsize=4)
+def _libdevice_digest(path: str) -> str:
+    return hashlib.sha256(_libdevice_bitcode(path)).hexdigest()
 
 
 @functools.lru_cache(maxsize=4)

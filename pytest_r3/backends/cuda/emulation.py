@@ -33,11 +33,11 @@ from ...model.launch import LaunchConfig
 from ...model.pipeline import Pipeline
 from ...model.signature import Signature, read_signature
 from ...model.source import KernelSource
-from .. import clang
+from .. import clang, compile_cache
 from ..base import Launcher
-from ..cpu import check_resolvable
+from ..cpu import check_resolvable, jit_kept, load_object, loadable
 from . import reach, toolchain
-from .device import CUDABackend
+from .device import CUDABackend, cached_signature
 from .emulation_ir import (
     HEADER,
     INCLUDE,
@@ -113,7 +113,7 @@ class EmulatedCUDABackend(CUDABackend):
         ir = clang.compile_to_ir(
             source.text, filename=source.filename, macros=macros,
             target_flags=self.host_flags(), language="c++",
-            include_dirs=source.include_dirs, extra_flags=source.extra_flags,
+            include_dirs=source.include_dirs, extra_flags=source.flags,
             debug_info=debug_info, untrusted=source.untrusted)
         return ir + runtime_trailer()
 
@@ -128,6 +128,12 @@ class EmulatedCUDABackend(CUDABackend):
         except DeclarationError as exc:
             raise DeclarationError(f"{where}: {exc}") from None
         debug_ir, _ = split_runtime(self.compile(source, macros, debug_info=True), where)
+        if source.untrusted:
+            return self._read_signature(debug_ir, entry, where)
+        return cached_signature(("cuda-emulation-signature", entry, debug_ir),
+                                lambda: self._read_signature(debug_ir, entry, where))
+
+    def _read_signature(self, debug_ir: str, entry: str, where: str) -> Signature:
         module = self.parse(debug_ir, where)
         defined = [f.name for f in module.functions if not f.is_declaration]
         symbol = toolchain.match_symbol(defined, entry, where)
@@ -153,17 +159,52 @@ class EmulatedCUDABackend(CUDABackend):
     def load(self, ir: str, entry: str, signature: Signature, pipeline: Pipeline,
              kernel_name: str, launch: LaunchConfig | None = None,
              tunables: Mapping[str, object] | None = None) -> Launcher:
-        import llvmlite.binding as llvm
-
         if launch is None:
             raise DeclarationError(f"kernel {kernel_name!r} was declared without launch=: its "
                                    "signature and PTX can be read, but a launch needs its grid "
                                    "and block; add launch= to r3.kernel (see docs/cuda.md)")
         where = f"kernel {kernel_name!r}"
+        racecheck = racecheck_requested()
+        # racecheck reads the __shared__ arrays' addresses from the JIT: never from the cache
+        disk = None if racecheck else compile_cache.current()
+        key = None
+        if disk is not None:
+            target = clang.host_target()
+            key = compile_cache.key("cuda-emulation-object", compile_cache.code_identity(),
+                                    target.triple, target.cpu, target.features, entry,
+                                    pipeline.as_dict(), ir)
+            cached = disk.get(key)
+            if cached is not None and loadable(cached.meta.get("needs", ())):
+                engine = load_object(cached.payload)
+                if engine.get_function_address(LAUNCH_SYMBOL):
+                    def optimised() -> str:
+                        machine = self.target_machine()
+                        return str(self._optimised(ir, entry, pipeline, where, machine)[0])
+
+                    return self._launcher(engine, signature, launch, tunables, kernel_name,
+                                          bool(cached.meta.get("fibers")), optimised, None)
+        machine = self.target_machine()
+        module, fibers, shared = self._optimised(ir, entry, pipeline, where, machine, racecheck)
+        check_resolvable(module, entry, where)  # else the JIT ends the process when it links
+        needs = clang.unresolved_symbols(module)
+        optimised_ir = str(module)
+        engine = jit_kept(module, machine, disk, key, {"kind": "cuda-emulation-object",
+                                                       "needs": needs, "fibers": fibers})
+        ranges = [(engine.get_global_value_address(name), size, shown_name(name))
+                  for name, size in shared] if racecheck else None
+        return self._launcher(engine, signature, launch, tunables, kernel_name, fibers,
+                              optimised_ir, ranges)
+
+    def _optimised(self, ir: str, entry: str, pipeline: Pipeline, where: str, machine,
+                   racecheck: bool = False):
+        """The host module of ``ir`` with its launch wrapper and the emulation runtime
+        linked in, optimised by ``pipeline``; whether it needs fibers; its __shared__
+        arrays."""
+        import llvmlite.binding as llvm
+
         ir, runtime = split_runtime(ir, where)
         prepared = pipeline.prepare_ir(ir)
         fibers = bool(_FIBER_SERVICES.search(prepared))
-        racecheck = racecheck_requested()
         if racecheck:
             prepared = instrument_accesses(prepared)
         module = self.parse(prepared, where)
@@ -177,17 +218,15 @@ class EmulatedCUDABackend(CUDABackend):
                     and function.name not in (LAUNCH_SYMBOL, RELEASE_SYMBOL) \
                     and function.linkage == llvm.Linkage.external:
                 function.linkage = llvm.Linkage.internal
-        machine = self.target_machine()
         pipeline.run(module, machine)
-        check_resolvable(module, entry, where)  # else the JIT ends the process when it links
-        optimised_ir = str(module)
-        engine = llvm.create_mcjit_compiler(module, machine)
-        engine.finalize_object()
+        return module, fibers, shared
+
+    def _launcher(self, engine, signature: Signature, launch: LaunchConfig,
+                  tunables: Mapping[str, object] | None, kernel_name: str, fibers: bool,
+                  optimised_ir, ranges) -> EmulatedLauncher:
         address = engine.get_function_address(LAUNCH_SYMBOL)
         run = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(LaunchStruct))(address)
         release = ctypes.CFUNCTYPE(None)(engine.get_function_address(RELEASE_SYMBOL))
-        ranges = [(engine.get_global_value_address(name), size, shown_name(name))
-                  for name, size in shared] if racecheck else None
         return EmulatedLauncher(engine, run, release, signature, launch, tunables or {}, self,
                                 kernel_name, fibers, optimised_ir, ranges)
 

@@ -8,7 +8,7 @@ import ctypes
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -116,7 +116,7 @@ class EmulatedLauncher(Launcher):
 
     def __init__(self, engine, run, release, signature: Signature, launch: LaunchConfig,
                  tunables: Mapping[str, object], backend,
-                 kernel_name: str, fibers: bool, optimised_ir: str,
+                 kernel_name: str, fibers: bool, optimised_ir: str | Callable[[], str],
                  shared_ranges: list[tuple[int, int, str]] | None = None) -> None:
         self.engine = engine  # keeps the code alive
         self._run = run
@@ -127,7 +127,7 @@ class EmulatedLauncher(Launcher):
         self.limits = backend.launch_limits
         self.kernel_name = kernel_name
         self.fibers = fibers
-        self.optimised_ir = optimised_ir
+        self._optimised_ir = optimised_ir  # made when asked for, if loaded from the cache
         self.diagnostics = {"emulation": "fibers" if fibers else "loop"}
         # racecheck: the kernel's __shared__ arrays (address, bytes) and their names
         self.racecheck = shared_ranges is not None
@@ -146,6 +146,13 @@ class EmulatedLauncher(Launcher):
         self._converters = converters(kernel_name, signature, arrays_by_object=True)
         self._lock = threading.Lock()  # the runtime's state is the module's: one launch at once
         self._staging: dict[int, np.ndarray] = {}
+
+    @property
+    def optimised_ir(self) -> str:
+        """The optimised host IR (made again on first use for code loaded from the cache)."""
+        if callable(self._optimised_ir):
+            self._optimised_ir = self._optimised_ir()
+        return self._optimised_ir
 
     def configure(self, args: Sequence[object]) -> Launch:
         named = dict(zip(self.signature.names, args))

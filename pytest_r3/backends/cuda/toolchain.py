@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ...errors import CompileError, DeclarationError, EntryNotFoundError, ToolchainError
 from ...model.source import KernelSource
+from .. import compile_cache
 from ..clang import macro_flags
 
 LIBDEVICE_ENV = "PYTEST_R3_LIBDEVICE"
@@ -317,25 +318,64 @@ def parse_ptxas_info(text: str) -> dict[str, dict[str, int]]:
     return functions
 
 
-@functools.lru_cache(maxsize=256)
+@dataclass(frozen=True)
+class Assembled:
+    """What ``ptxas -v`` made of a PTX: its report per function, and the cubin."""
+
+    info: dict[str, dict[str, int]]
+    cubin: bytes
+
+
 def ptxas_info(ptx: str, arch: str) -> dict[str, dict[str, int]] | None:
-    """Assemble ``ptx`` with ``ptxas -v`` (output discarded) and parse what it reports.
+    """Assemble ``ptx`` with ``ptxas -v`` and parse what it reports (see :func:`assemble`).
 
     None when ptxas is not installed; a CompileError quoting ptxas when it rejects the PTX.
     """
+    assembled = assemble(ptx, arch)
+    return None if assembled is None else assembled.info
+
+
+@functools.lru_cache(maxsize=256)
+def assemble(ptx: str, arch: str) -> Assembled | None:
+    """``ptx`` assembled for ``arch`` by ``ptxas -v``: its report and cubin, None without
+    ptxas. Kept in memory, and inside a trusted build in the compiled-code cache, keyed by
+    the PTX, the architecture and ptxas's own version, so a later process skips ptxas."""
     ptxas = find_tool("ptxas")
     if ptxas is None:
         return None
+    disk = compile_cache.current()
+    key = compile_cache.key("ptxas", ptxas_identity(ptxas), arch, ptx)
+    cached = None if disk is None else disk.get(key)
+    if cached is not None and isinstance(cached.meta.get("info"), dict):
+        return Assembled(cached.meta["info"], cached.payload)
     with tempfile.TemporaryDirectory(prefix="r3-ptxas-") as folder:
         source = Path(folder) / "kernel.ptx"
         source.write_text(ptx)
-        command = [ptxas, "-v", f"-arch={arch}", str(source), "-o", str(Path(folder) / "k.o")]
+        output = Path(folder) / "kernel.cubin"
+        command = [ptxas, "-v", f"-arch={arch}", str(source), "-o", str(output)]
         result = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    if result.returncode != 0:
-        message = (result.stderr or result.stdout).strip()
-        raise CompileError(f"ptxas rejected the PTX for {arch}: {message[-2000:]}\n\n"
-                           f"command: {shlex.join(command)}", message, command)
-    return parse_ptxas_info(result.stderr + result.stdout)
+        if result.returncode != 0:
+            message = (result.stderr or result.stdout).strip()
+            raise CompileError(f"ptxas rejected the PTX for {arch}: {message[-2000:]}\n\n"
+                               f"command: {shlex.join(command)}", message, command)
+        assembled = Assembled(parse_ptxas_info(result.stderr + result.stdout),
+                              output.read_bytes())
+    if disk is not None:
+        disk.put(key, assembled.cubin, {"kind": "cuda-cubin", "info": assembled.info})
+    return assembled
+
+
+@functools.lru_cache(maxsize=4)
+def ptxas_identity(ptxas: str) -> str:
+    """Which ptxas this is: its real path and what ``ptxas --version`` says (run once per
+    process), so another CUDA toolkit makes every cubin entry a miss."""
+    try:
+        result = subprocess.run([ptxas, "--version"], capture_output=True, text=True,
+                                timeout=60)
+        version = result.stdout.strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        version = f"unknown ({exc})"
+    return f"{os.path.realpath(ptxas)} {version}"
 
 
 # -- the vendor baseline --------------------------------------------------------------------
