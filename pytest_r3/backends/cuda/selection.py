@@ -20,17 +20,18 @@ from .device import CUDABackend
 from .emulation import EMULATION_ENV, EmulatedCUDABackend, check_host
 
 
-def requested() -> bool | None:
-    """``PYTEST_R3_CUDA_EMULATION``: True (1/on), False (0/off), None (unset or auto)."""
-    raw = os.environ.get(EMULATION_ENV, "").strip().lower()
+def requested(env: str = EMULATION_ENV) -> bool | None:
+    """``PYTEST_R3_CUDA_EMULATION`` (or ``env``, HIP's): True (1/on), False (0/off), None
+    (unset or auto)."""
+    raw = os.environ.get(env, "").strip().lower()
     if raw in ("", "auto"):
         return None
     if raw in ("1", "true", "yes", "on"):
         return True
     if raw in ("0", "false", "no", "off"):
         return False
-    raise BackendError(f"{EMULATION_ENV}={raw!r} is not understood; use 1 (emulate CUDA on "
-                       "the CPU), 0 (never emulate) or auto (emulate when no GPU is usable)")
+    raise BackendError(f"{env}={raw!r} is not understood; use 1 (emulate on the CPU), 0 "
+                       "(never emulate) or auto (emulate when no GPU is usable)")
 
 
 def selected() -> bool:
@@ -88,8 +89,12 @@ class AutoCUDABackend(Backend):
     def chosen(self) -> Backend:
         with self._choosing:
             if self._chosen is None:
-                self._chosen = EmulatedCUDABackend() if selected() else CUDABackend()
+                self._chosen = self.choose()
         return self._chosen
+
+    def choose(self) -> Backend:
+        """The backend this process uses, made on first use."""
+        return EmulatedCUDABackend() if selected() else CUDABackend()
 
     def __getattr__(self, name: str):  # arch, compile_ptx, emulated, sandbox rules...
         if name.startswith("__") or name in ("_chosen", "_choosing"):
