@@ -285,6 +285,7 @@ __R3_DEVICE float __nvvm_ex2_approx_f(float x) { return __builtin_exp2f(x); }
 __R3_DEVICE float __nvvm_lg2_approx_f(float x) { return __builtin_log2f(x); }
 
 #define __R3_HIP_FN __R3_DEVICE
+#define __R3_HIP_DECL static __device__
 #define __R3_HIP_SHUFFLE(mask, v, lane, width, kind) __r3_shuffle(v, lane, width, kind)
 #define __R3_HIP_BALLOT(mask, p) (__ballot(p) & (mask))
 #include "r3_hip_shuffles.h"

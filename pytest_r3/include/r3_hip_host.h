@@ -21,6 +21,7 @@
 
 #define HIP_DYNAMIC_SHARED(type, name) type *const name = (type *)__r3_cuda_dynamic_shared();
 #define __R3_HIP_FN static inline __attribute__((always_inline))
+#define __R3_HIP_DECL static
 #define __R3_HIP_SHUFFLE(mask, v, lane, width, kind)                                       \
   __r3_shuffle((unsigned long long)(mask), v, lane, width, kind)
 #define __R3_HIP_BALLOT(mask, p) __r3_cuda_vote((p) != 0, 0, (mask))

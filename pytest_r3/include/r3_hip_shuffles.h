@@ -1,8 +1,8 @@
 /* r3_hip_shuffles.h: HIP's wavefront shuffles and votes over 64 lanes, shared by the AMDGCN
  * device build (r3_hip.h) and HIP emulation on the CPU (r3_hip_host.h). Each side defines
- * __R3_HIP_FN (how a function is declared), __R3_HIP_SHUFFLE(mask, v, lane, width, kind)
- * (kind: 0 index, 1 up, 2 down, 3 xor) and __R3_HIP_BALLOT(mask, p) (the lanes of `mask`
- * whose predicate holds) before including it.
+ * __R3_HIP_FN (how a function is defined), __R3_HIP_DECL (how one is only declared),
+ * __R3_HIP_SHUFFLE(mask, v, lane, width, kind) (kind: 0 index, 1 up, 2 down, 3 xor) and
+ * __R3_HIP_BALLOT(mask, p) (the lanes of `mask` whose predicate holds) before including it.
  *
  * The *_sync forms take a 64-bit mask, as ROCm's: a 32-bit mask (0xffffffff, written for
  * CUDA's 32-lane warps) names half a wavefront, so it is refused where it is written. */
@@ -30,9 +30,10 @@ template <typename T> __R3_HIP_FN T __shfl_xor(T v, int lane_mask, int width = w
   template <typename T> __R3_HIP_FN T name(unsigned long mask, T v, lane_type lane,        \
                                            int width = warpSize) {                         \
     return __R3_HIP_SHUFFLE((unsigned long long)mask, v, (int)lane, width, kind); }        \
-  template <typename T> T name(unsigned int mask, T v, lane_type lane, int width = 0)      \
+  template <typename T> __R3_HIP_DECL T name(unsigned int mask, T v, lane_type lane,      \
+                                             int width = 0)                                \
       __attribute__((unavailable(__R3_MASK32_MESSAGE)));                                   \
-  template <typename T> T name(int mask, T v, lane_type lane, int width = 0)               \
+  template <typename T> __R3_HIP_DECL T name(int mask, T v, lane_type lane, int width = 0) \
       __attribute__((unavailable(__R3_MASK32_MESSAGE)));
 __R3_SYNC_SHUFFLE(__shfl_sync, int, 0)
 __R3_SYNC_SHUFFLE(__shfl_up_sync, unsigned int, 1)
@@ -43,8 +44,9 @@ __R3_SYNC_SHUFFLE(__shfl_xor_sync, int, 3)
   __R3_HIP_FN result name(unsigned long long mask, int p) { return expression; }           \
   __R3_HIP_FN result name(unsigned long mask, int p) {                                     \
     return name((unsigned long long)mask, p); }                                            \
-  result name(unsigned int mask, int p) __attribute__((unavailable(__R3_MASK32_MESSAGE)));  \
-  result name(int mask, int p) __attribute__((unavailable(__R3_MASK32_MESSAGE)));
+  __R3_HIP_DECL result name(unsigned int mask, int p)                                      \
+      __attribute__((unavailable(__R3_MASK32_MESSAGE)));                                   \
+  __R3_HIP_DECL result name(int mask, int p) __attribute__((unavailable(__R3_MASK32_MESSAGE)));
 __R3_SYNC_VOTE(__ballot_sync, unsigned long long, __R3_HIP_BALLOT(mask, p))
 __R3_SYNC_VOTE(__any_sync, int, __R3_HIP_BALLOT(mask, p) != 0)
 __R3_SYNC_VOTE(__all_sync, int, __R3_HIP_BALLOT(mask, p) == __R3_HIP_BALLOT(mask, 1))

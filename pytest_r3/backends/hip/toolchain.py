@@ -75,7 +75,7 @@ def link_code_object(obj: bytes, where: str) -> bytes:
             raise ToolchainError(f"could not run ld.lld ({' '.join(command)}): {exc}") from exc
         if done.returncode != 0:
             message = done.stderr.strip().replace(str(source), "kernel.o")
-            missing = re.findall(r"undefined symbol: (\S+)", message)
+            missing = re.findall(r"undefined (?:hidden )?symbol: (\S+)", message)
             if missing:
                 raise CompileError(
                     f"{where}: the kernel calls {', '.join(sorted(set(missing)))}, which "
