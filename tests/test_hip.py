@@ -207,3 +207,48 @@ def test_tune_says_in_one_line_that_a_hip_kernel_is_emulated_and_not_tuned(pytes
     assert (pytester.path / ".r3" / "recordings" / "wave_reduce" / "index.json").is_file()
     lock = pytester.path / "r3.lock"
     assert not lock.exists() or "wave_reduce" not in lock.read_text()
+
+
+# -- recordings and replay: verification runs anywhere -----------------------------------
+@needs_no_amd_gpu
+@pytest.mark.timeout(300)
+def test_replay_verifies_hip_candidates_in_emulation_untimed(tmp_path, unique_name):
+    """A tunable change and a correct rewrite of the tiled matmul verify against recorded
+    launches in a contained worker; a wrong rewrite and one calling outside the kernel are
+    refused; nothing is timed."""
+    from pytest_r3.record.store import RecordingStore, capture
+    from pytest_r3.replay import Candidate, KernelSpec, ReplayServer, ReplaySettings
+
+    kernel = r3.kernel(str(SUITE / "matmul_tiled.hip"), entry="matmul_tiled", backend="hip",
+                       tune={"TILE": [16, 8]}, name=unique_name("matmul"),
+                       launch=lambda a, t: {"grid": (r3.cdiv(a["n"], t["TILE"]),
+                                                     r3.cdiv(a["m"], t["TILE"])),
+                                            "block": (t["TILE"], t["TILE"])})
+    store = RecordingStore(tmp_path / "recordings")
+    launcher = kernel.build()
+    recordings = []
+    for index, (m, n, k) in enumerate([(40, 24, 56), (16, 16, 16)]):
+        rng = np.random.default_rng(index)
+        args = (m, n, k, rng.standard_normal((m, k), dtype=np.float32),
+                rng.standard_normal((k, n), dtype=np.float32), np.zeros((m, n), np.float32))
+        _, recording = capture(kernel, args, lambda a=args: launcher(*a), f"t.py::test_{index}")
+        recordings.append(recording)
+    keys = store.save(kernel.name, recordings, cap_bytes=1 << 26)["kept"]
+    source = (SUITE / "matmul_tiled.hip").read_text()
+    swapped = source.replace("sum += a_tile[threadIdx.y][j] * b_tile[j][threadIdx.x];",
+                             "sum = fmaf(a_tile[threadIdx.y][j], b_tile[j][threadIdx.x], sum);")
+    wrong = source.replace("for (int t = 0; t < k; t += TILE)",
+                           "for (int t = TILE; t < k; t += TILE)")
+    escape = source.replace("float sum = 0.0f;", "float sum = (float)getpid();").replace(
+        "#ifndef TILE", "extern \"C\" int getpid(void);\n#ifndef TILE")
+    assert swapped != source and wrong != source and escape != source
+    settings = ReplaySettings(run_timeout=20.0, timing_rounds=3, warmup_rounds=1)
+    spec = KernelSpec.from_kernel(kernel)
+    with ReplayServer(spec, store.root, keys, settings, request_timeout=120) as server:
+        for candidate in (Candidate(macros={"TILE": 8}), Candidate(source_text=swapped)):
+            result = server.evaluate(candidate)
+            assert result.status == "ok", result.summary()
+            assert not result.timing
+        assert server.evaluate(Candidate(source_text=wrong)).status == "wrong_output"
+        refused = server.evaluate(Candidate(source_text=escape))
+        assert refused.status == "sandbox_violation", refused.summary()
