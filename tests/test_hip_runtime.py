@@ -84,5 +84,5 @@ def test_the_amd_gpu_suite_fails_on_skips_that_mean_the_gpu_was_not_used(tmp_pat
         '<testcase classname="tests.test_hip" name="test_c"/>'
         '</testsuite></testsuites>')
     bad, fine = suite.judge_skips(junit)
-    assert [line.split(":")[0] for line in bad] == ["tests.test_hip_runtime::test_a"]
+    assert [line.split(": ")[0] for line in bad] == ["tests.test_hip_runtime::test_a"]
     assert fine == {"llvm-readobj not installed": 1}
