@@ -252,3 +252,41 @@ def test_replay_verifies_hip_candidates_in_emulation_untimed(tmp_path, unique_na
         assert server.evaluate(Candidate(source_text=wrong)).status == "wrong_output"
         refused = server.evaluate(Candidate(source_text=escape))
         assert refused.status == "sandbox_violation", refused.summary()
+
+
+VOCABULARY = """
+#include <hip/hip_runtime.h>
+extern "C" __global__ void vocab(int *out, unsigned int *counter, double *total) {
+  dim3 t = threadIdx; uint3 b = blockIdx;
+  int c = __syncthreads_count(t.x % 3 == 0) + __syncthreads_or(b.x) + __syncthreads_and(1);
+  int x = __shfl_xor(c, 1) + __shfl_up(c, 2) + __any(c > 1) + __all(c > 0) + __popc(c);
+  unsigned long long m = __activemask() & __ballot_sync(~0ull, x > 0);
+  atomicInc(counter, 1000u);
+  atomicMax(out, x);
+  atomicAdd(total, 0.5);
+  __threadfence();
+  __syncwarp();
+  out[1 + blockIdx.x * blockDim.x + threadIdx.x] =
+      (int)__popcll(m) + __shfl_sync(0xffffffffffffffffull, x, 0) + min(x, 3)
+      + (int)(rsqrtf(4.0f) * 4.0f + 0.5f) + (int)(powf(2.0f, 3.0f) + 0.5f);
+}
+"""
+
+
+@needs_hip_runs
+def test_the_documented_vocabulary_builds_for_the_gpu_and_runs(tmp_path, unique_name):
+    path = write(tmp_path, "vocab.hip", VOCABULARY)
+    build = device_build(path, "vocab", "gfx90a")
+    assert build.figures["lds_bytes"] > 0  # __syncthreads_count meets in LDS
+    kernel = r3.kernel(path, entry="vocab", backend="hip", name=unique_name("vocab"),
+                       launch=lambda a, t: {"grid": (2,), "block": (96,)})
+    out, counter, total = np.zeros(193, np.int32), np.zeros(1, np.uint32), np.zeros(1)
+    kernel(out, counter, total)
+    assert counter[0] == 192 and total[0] == 96.0
+    # c: 32 threads of 96 have x % 3 == 0, + __syncthreads_or(blockIdx.x) + 1 = 33, 34;
+    # x = c + c + 1 + 1 + popc(c) = 70, 72 (all lanes alike)
+    assert out[0] == 72
+    # popcll of the lanes active and voting: 64 in the first wavefront, 32 in the second
+    # (a block of 96 threads), + lane 0's x + min(x, 3) + 2 + 8
+    expected = [[64 + x + 13] * 64 + [32 + x + 13] * 32 for x in (70, 72)]
+    np.testing.assert_array_equal(out[1:], np.ravel(expected))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ...errors import BackendError
 from ...model.pipeline import Pipeline
@@ -50,17 +50,25 @@ def unavailable_reason() -> str | None:
     place tests decide to skip CUDA runs."""
     from . import runtime
 
+    return why_unrunnable(selected, runtime.unavailable_reason, EMULATION_ENV)
+
+
+def why_unrunnable(emulated: Callable[[], bool], gpu_reason: Callable[[], str | None],
+                   env: str) -> str | None:
+    """Why kernels of a GPU backend (CUDA's, HIP's) can run neither on its GPU nor in
+    emulation, given whether the process ``emulated``, why its GPU is not usable and the
+    variable (``env``) that turns emulation on or off."""
     try:
-        emulate = selected()
+        emulate = emulated()
         if emulate:
             check_host()
     except BackendError as exc:
         return str(exc)
     if emulate:
         return None
-    reason = runtime.unavailable_reason()
-    if reason is not None and requested() is False:
-        reason += f" (and {EMULATION_ENV}=0 turns emulation off)"
+    reason = gpu_reason()
+    if reason is not None and requested(env) is False:
+        reason += f" (and {env}=0 turns emulation off)"
     return reason
 
 

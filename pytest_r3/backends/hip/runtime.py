@@ -18,7 +18,14 @@ import threading
 import numpy as np
 
 from ...errors import BackendError, MissingExtraError
-from ..cuda.runtime import Driver, DriverError, Runtime, pack_parameters, parameter_offsets
+from ..cuda.runtime import (
+    Driver,
+    DriverError,
+    Event,
+    Runtime,
+    host_address,
+    parameter_pointers,
+)
 
 PACKAGE = "hip-python"
 DEVICE_ENV = "PYTEST_R3_HIP_DEVICE"
@@ -134,22 +141,18 @@ class HIPDriver(Driver):
         self._call("hipFree", self.hip.hipFree, pointer)
 
     def copy_to_device(self, pointer: int, host: np.ndarray) -> None:
-        self._call("hipMemcpyHtoD", self.hip.hipMemcpyHtoD, pointer, _address(host),
+        self._call("hipMemcpyHtoD", self.hip.hipMemcpyHtoD, pointer, host_address(host),
                    host.nbytes)
 
     def copy_to_host(self, host: np.ndarray, pointer: int) -> None:
-        self._call("hipMemcpyDtoH", self.hip.hipMemcpyDtoH, _address(host), pointer,
+        self._call("hipMemcpyDtoH", self.hip.hipMemcpyDtoH, host_address(host), pointer,
                    host.nbytes)
 
     def copy_on_device(self, target: int, source: int, nbytes: int) -> None:
         self._call("hipMemcpyDtoD", self.hip.hipMemcpyDtoD, target, source, nbytes)
 
     def launch(self, function, launch, layout: str, values) -> None:
-        data = pack_parameters(layout, values)
-        buffer = ctypes.create_string_buffer(data, max(len(data), 1))
-        base = ctypes.addressof(buffer)
-        offsets, _ = parameter_offsets(layout)
-        pointers = (ctypes.c_void_p * max(len(offsets), 1))(*[base + o for o in offsets])
+        _, pointers = parameter_pointers(layout, values)
         self._call("hipModuleLaunchKernel", self.hip.hipModuleLaunchKernel, function,
                    *launch.grid, *launch.block, launch.shared, None,
                    ctypes.addressof(pointers), None)
@@ -158,7 +161,8 @@ class HIPDriver(Driver):
         self._call("hipDeviceSynchronize", self.hip.hipDeviceSynchronize)
 
     def new_event(self):
-        return _Event(self.hip, self._call("hipEventCreate", self.hip.hipEventCreate))
+        return Event(self._call("hipEventCreate", self.hip.hipEventCreate),
+                     self.hip.hipEventDestroy)
 
     def record(self, event) -> None:
         self._call("hipEventRecord", self.hip.hipEventRecord, event.handle, None)
@@ -171,28 +175,9 @@ class HIPDriver(Driver):
                                 start.handle, end.handle)) * 1e-3
 
 
-class _Event:
-    """An event handle destroyed with its last reference."""
-
-    def __init__(self, hip, handle) -> None:
-        self.hip, self.handle = hip, handle
-
-    def __del__(self) -> None:
-        try:
-            self.hip.hipEventDestroy(self.handle)
-        except Exception:  # the interpreter or the runtime is going away
-            pass
-
-
 def _text(value) -> str:
     raw = bytes(value) if not isinstance(value, str) else value.encode()
     return raw.split(b"\0")[0].decode(errors="replace")
-
-
-def _address(host: np.ndarray) -> int:
-    if not host.flags.c_contiguous:
-        raise DriverError("a host array to copy is not C-contiguous")
-    return host.__array_interface__["data"][0]
 
 
 def _checked(hip, what: str, returned):

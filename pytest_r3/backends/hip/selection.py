@@ -7,10 +7,8 @@ hip-python nor llvmlite. The same rules as CUDA's (``backends/cuda/selection``).
 
 from __future__ import annotations
 
-from ...errors import BackendError
 from ..base import Backend
-from ..cuda.emulation import check_host
-from ..cuda.selection import AutoCUDABackend, requested
+from ..cuda.selection import AutoCUDABackend, requested, why_unrunnable
 from .device import HIPBackend
 from .emulation import EMULATION_ENV, EmulatedHIPBackend
 
@@ -31,18 +29,7 @@ def unavailable_reason() -> str | None:
     one place tests decide to skip HIP runs."""
     from . import runtime
 
-    try:
-        emulate = selected()
-        if emulate:
-            check_host()
-    except BackendError as exc:
-        return str(exc)
-    if emulate:
-        return None
-    reason = runtime.unavailable_reason()
-    if reason is not None and requested(EMULATION_ENV) is False:
-        reason += f" (and {EMULATION_ENV}=0 turns emulation off)"
-    return reason
+    return why_unrunnable(selected, runtime.unavailable_reason, EMULATION_ENV)
 
 
 def hip_backend() -> Backend:
