@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import record_matmul_launches
 
 import pytest_r3 as r3
 from pytest_r3 import Pipeline
@@ -216,24 +217,14 @@ def test_replay_verifies_hip_candidates_in_emulation_untimed(tmp_path, unique_na
     """A tunable change and a correct rewrite of the tiled matmul verify against recorded
     launches in a contained worker; a wrong rewrite and one calling outside the kernel are
     refused; nothing is timed."""
-    from pytest_r3.record.store import RecordingStore, capture
-    from pytest_r3.replay import Candidate, KernelSpec, ReplayServer, ReplaySettings
+    from pytest_r3.replay import Candidate, ReplayServer, ReplaySettings
 
     kernel = r3.kernel(str(SUITE / "matmul_tiled.hip"), entry="matmul_tiled", backend="hip",
                        tune={"TILE": [16, 8]}, name=unique_name("matmul"),
                        launch=lambda a, t: {"grid": (r3.cdiv(a["n"], t["TILE"]),
                                                      r3.cdiv(a["m"], t["TILE"])),
                                             "block": (t["TILE"], t["TILE"])})
-    store = RecordingStore(tmp_path / "recordings")
-    launcher = kernel.build()
-    recordings = []
-    for index, (m, n, k) in enumerate([(40, 24, 56), (16, 16, 16)]):
-        rng = np.random.default_rng(index)
-        args = (m, n, k, rng.standard_normal((m, k), dtype=np.float32),
-                rng.standard_normal((k, n), dtype=np.float32), np.zeros((m, n), np.float32))
-        _, recording = capture(kernel, args, lambda a=args: launcher(*a), f"t.py::test_{index}")
-        recordings.append(recording)
-    keys = store.save(kernel.name, recordings, cap_bytes=1 << 26)["kept"]
+    spec, store, keys = record_matmul_launches(kernel, tmp_path)
     source = (SUITE / "matmul_tiled.hip").read_text()
     swapped = source.replace("sum += a_tile[threadIdx.y][j] * b_tile[j][threadIdx.x];",
                              "sum = fmaf(a_tile[threadIdx.y][j], b_tile[j][threadIdx.x], sum);")
@@ -243,7 +234,6 @@ def test_replay_verifies_hip_candidates_in_emulation_untimed(tmp_path, unique_na
         "#ifndef TILE", "extern \"C\" int getpid(void);\n#ifndef TILE")
     assert swapped != source and wrong != source and escape != source
     settings = ReplaySettings(run_timeout=20.0, timing_rounds=3, warmup_rounds=1)
-    spec = KernelSpec.from_kernel(kernel)
     with ReplayServer(spec, store.root, keys, settings, request_timeout=120) as server:
         for candidate in (Candidate(macros={"TILE": 8}), Candidate(source_text=swapped)):
             result = server.evaluate(candidate)

@@ -62,13 +62,13 @@ class HIPBackend(CUDABackend):
         if self._arch is None:
             override = os.environ.get(toolchain.ARCH_ENV, "").strip()
             self._arch = toolchain.check_arch(override) if override else \
-                _device_arch() or toolchain.DEFAULT_ARCH
+                _device_property("arch") or toolchain.DEFAULT_ARCH
         return self._arch
 
     def target_name(self) -> str:
         """``hip-gfx942-amd-instinct-mi300x``: the architecture, and the GPU model when one
         is usable."""
-        device = _device_name()
+        device = _device_property("device_name")
         slug = re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-") if device else ""
         return f"hip-{self.arch}" + (f"-{slug}" if slug else "")
 
@@ -156,19 +156,12 @@ def _initialize_amdgpu() -> None:
     llvm.initialize_all_asmprinters()
 
 
-def _device_arch() -> str | None:
+def _device_property(name: str) -> str | None:
+    """The AMD GPU's ``arch`` or ``device_name`` when hip-python sees one, else None (no
+    hip-python, driver or GPU: build for the default)."""
     from . import runtime
 
     try:
-        return runtime.runtime().arch
-    except Exception:  # no hip-python, no driver, no AMD GPU: build for the default
-        return None
-
-
-def _device_name() -> str | None:
-    from . import runtime
-
-    try:
-        return runtime.runtime().device_name
+        return getattr(runtime.runtime(), name)
     except Exception:
         return None
