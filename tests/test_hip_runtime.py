@@ -86,3 +86,18 @@ def test_the_amd_gpu_suite_fails_on_skips_that_mean_the_gpu_was_not_used(tmp_pat
     bad, fine = suite.judge_skips(junit)
     assert [line.split(": ")[0] for line in bad] == ["tests.test_hip_runtime::test_a"]
     assert fine == {"llvm-readobj not installed": 1}
+
+
+def test_every_parameter_type_has_a_launch_argument():
+    """Each scalar dtype the CUDA launcher packs (and pointers) becomes a ctypes value of
+    the same size for hipModuleLaunchKernel's ``extra``."""
+    import ctypes
+    import struct
+
+    from pytest_r3.backends.cuda.runtime import FORMAT
+
+    for code in [*FORMAT.values(), "P"]:
+        argument = hip_runtime.launch_argument(code, 1)
+        assert ctypes.sizeof(argument) == struct.calcsize(code), code
+    assert hip_runtime.launch_argument("e", 1.5).value == 0x3E00  # 1.5 in half precision
+    assert hip_runtime.launch_argument("f", 2.5).value == 2.5

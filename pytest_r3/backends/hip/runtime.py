@@ -24,12 +24,16 @@ from ..cuda.runtime import (
     Event,
     Runtime,
     host_address,
-    parameter_pointers,
 )
 
 PACKAGE = "hip-python"
 DEVICE_ENV = "PYTEST_R3_HIP_DEVICE"
 NO_GPU_HINT = "HIP kernels need an AMD GPU (or the emulation mode, see docs/hip.md)"
+# ctypes of the parameter layout's struct codes (cuda.runtime.FORMAT; "P": a device pointer)
+_CTYPES = {"P": ctypes.c_void_p, "?": ctypes.c_bool, "b": ctypes.c_int8, "B": ctypes.c_uint8,
+           "h": ctypes.c_int16, "H": ctypes.c_uint16, "i": ctypes.c_int32,
+           "I": ctypes.c_uint32, "q": ctypes.c_int64, "Q": ctypes.c_uint64,
+           "e": ctypes.c_uint16, "f": ctypes.c_float, "d": ctypes.c_double}
 
 _lock = threading.Lock()
 _started: list[Runtime] = []
@@ -82,6 +86,14 @@ def _start() -> HIPDriver:
         raise BackendError(f"no usable AMD GPU: hip-python could not load the HIP runtime "
                            f"({' '.join(str(exc).split())}); {NO_GPU_HINT}") from exc
     return HIPDriver.start(hip, int(text))
+
+
+def launch_argument(code: str, value: object):
+    """One kernel argument as the ctypes value hip-python packs: ``code`` is its struct code
+    in the parameter layout (a half scalar travels as its 16 bits)."""
+    if code == "e":
+        return ctypes.c_uint16(int(np.array(value, np.float16).view(np.uint16)))
+    return _CTYPES[code](value)
 
 
 class HIPDriver(Driver):
@@ -152,10 +164,12 @@ class HIPDriver(Driver):
         self._call("hipMemcpyDtoD", self.hip.hipMemcpyDtoD, target, source, nbytes)
 
     def launch(self, function, launch, layout: str, values) -> None:
-        _, pointers = parameter_pointers(layout, values)
+        """Arguments go through ``extra`` as ctypes values, which hip-python packs with the
+        kernel's alignment (the form its documentation gives; HIP long documented
+        ``kernelParams`` as not implemented)."""
+        arguments = tuple(launch_argument(code, value) for code, value in zip(layout, values))
         self._call("hipModuleLaunchKernel", self.hip.hipModuleLaunchKernel, function,
-                   *launch.grid, *launch.block, launch.shared, None,
-                   ctypes.addressof(pointers), None)
+                   *launch.grid, *launch.block, launch.shared, None, None, arguments)
 
     def synchronize(self) -> None:
         self._call("hipDeviceSynchronize", self.hip.hipDeviceSynchronize)
