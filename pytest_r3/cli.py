@@ -72,7 +72,9 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--source", metavar="FILE", help="replace the kernel source by FILE")
     build.add_argument("--target", metavar="ARCH",
                        help="GPU architecture of a CUDA kernel, e.g. sm_90 (default: "
-                       "$PYTEST_R3_CUDA_ARCH, the GPU's, else sm_80)")
+                       "$PYTEST_R3_CUDA_ARCH, the GPU's, else sm_80), or of a HIP kernel: "
+                       "gfx90a, gfx942 (default: $PYTEST_R3_HIP_ARCH, the GPU's, else "
+                       "gfx942)")
     build.add_argument("--json", action="store_true", help="print the result as JSON")
     _add_record_command(commands)
     cache = commands.add_parser(

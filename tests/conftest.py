@@ -335,3 +335,25 @@ def cuda_device_backend(monkeypatch):
     forget_backend("cuda")
     yield
     forget_backend("cuda")
+
+
+def record_matmul_launches(kernel, folder: Path):
+    """Two launches of a tiled matmul kernel ``(m, n, k, a, b, c)`` (CUDA's or HIP's)
+    recorded into a store under ``folder``: (its KernelSpec, the store, the kept keys), what
+    a ReplayServer is started with."""
+    import numpy as np
+
+    from pytest_r3.record.store import RecordingStore, capture
+    from pytest_r3.replay import KernelSpec
+
+    store = RecordingStore(folder / "recordings")
+    launcher = kernel.build()
+    recordings = []
+    for index, (m, n, k) in enumerate([(40, 24, 56), (16, 16, 16)]):
+        rng = np.random.default_rng(index)
+        args = (m, n, k, rng.standard_normal((m, k), dtype=np.float32),
+                rng.standard_normal((k, n), dtype=np.float32), np.zeros((m, n), np.float32))
+        _, recording = capture(kernel, args, lambda a=args: launcher(*a), f"t.py::test_{index}")
+        recordings.append(recording)
+    keys = store.save(kernel.name, recordings, cap_bytes=1 << 26)["kept"]
+    return KernelSpec.from_kernel(kernel), store, keys

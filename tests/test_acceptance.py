@@ -108,11 +108,15 @@ def _sections(output: str) -> dict[str, list[str]]:
 def test_example_project_r3_list(example_runs):
     returncode, output = example_runs["list"]
     assert returncode == 0, output
-    assert "pytest-r3: 7 kernel(s) declared" in output
+    assert "pytest-r3: 10 kernel(s) declared" in output
     assert "kernel_gemm [cpu]  exampleproj/existing/gemm/gemm.c:kernel_gemm" in output
     for name, source in (("saxpy", "saxpy"), ("stencil2d", "stencil2d"),
                          ("matmul_tiled", "matmul")):
         assert f"{name} [cuda]  exampleproj/cuda/{source}.cu:{name}" in output
+    assert "row_sums [hip]  exampleproj/hip/row_sums.hip:row_sums" in output
+    for backend in ("cuda", "hip"):  # one source, declared for both vendors' GPUs
+        assert (f"sum_squares_{backend} [{backend}]  exampleproj/hip/sum_squares.cu:"
+                "sum_squares") in output
     assert re.search(r"no tests ran", output)
     sections = _sections(output)
     assert set(sections) == {*EXAMPLE_KERNELS, "kernel_gemm"}

@@ -136,7 +136,7 @@ def test_unknown_backend_lists_the_available_ones():
     with pytest.raises(r3.BackendError) as excinfo:
         backends.get_backend("metal")
     assert str(excinfo.value).startswith(
-        "no backend named 'metal'; available backends: cpu, cuda.")
+        "no backend named 'metal'; available backends: cpu, cuda, hip.")
     assert "'pytest_r3' entry-point group" in str(excinfo.value)
 
 

@@ -393,12 +393,14 @@ def test_build_failures_exit_1_and_usage_errors_exit_2(example, tmp_path):
     assert unknown.returncode == 2
     assert unknown.stderr.strip() == (
         "pytest-r3: no kernel named 'saxpi' is declared by the tests collected here; "
-        "declared: jacobi2d, kernel_gemm, matmul, matmul_tiled, saxpy, scaled_add, stencil2d")
+        "declared: jacobi2d, kernel_gemm, matmul, matmul_tiled, row_sums, saxpy, scaled_add, "
+        "stencil2d, sum_squares_cuda, sum_squares_hip")
     value = build(example, "saxpy", "--set", "BLOCK=7")
     assert value.returncode == 2 and "tunable BLOCK=7 is not one of its declared values" \
         in value.stderr
     target = build(example, "scaled_add", "--target", "sm_90")
-    assert target.returncode == 2 and "--target 'sm_90' applies to CUDA kernels" in target.stderr
+    assert target.returncode == 2 and "--target 'sm_90' applies to CUDA and HIP kernels" \
+        in target.stderr
     setting = build(example, "saxpy", "--pipeline", "unrol=false")
     assert setting.returncode == 2 and "unknown pipeline setting(s) 'unrol'" in setting.stderr
     nothing = build(tmp_path, "saxpy")

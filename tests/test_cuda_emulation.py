@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import record_matmul_launches
 
 import pytest_r3 as r3
 from pytest_r3 import cdiv
@@ -488,21 +489,7 @@ def test_device_arrays_are_refused_with_a_message(tmp_path):
 
 @pytest.fixture
 def recorded_matmul(tmp_path):
-    from pytest_r3.record.store import RecordingStore, capture
-    from pytest_r3.replay import KernelSpec
-
-    kernel = example_matmul(tile_values=(16, 8))
-    store = RecordingStore(tmp_path / "recordings")
-    launcher = kernel.build()
-    recordings = []
-    for index, (m, n, k) in enumerate([(40, 24, 56), (16, 16, 16)]):
-        rng = np.random.default_rng(index)
-        args = (m, n, k, rng.standard_normal((m, k), dtype=np.float32),
-                rng.standard_normal((k, n), dtype=np.float32), np.zeros((m, n), np.float32))
-        _, recording = capture(kernel, args, lambda a=args: launcher(*a), f"t.py::test_{index}")
-        recordings.append(recording)
-    keys = store.save(kernel.name, recordings, cap_bytes=1 << 26)["kept"]
-    return KernelSpec.from_kernel(kernel), store, keys
+    return record_matmul_launches(example_matmul(tile_values=(16, 8)), tmp_path)
 
 
 @pytest.mark.timeout(300)

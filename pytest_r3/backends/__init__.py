@@ -14,7 +14,8 @@ from .base import Backend, Launcher, check_backend
 __all__ = ["Backend", "Launcher", "available_backends", "forget_backend", "get_backend",
            "plugin_manager"]
 
-BUILTIN_BACKENDS = ("pytest_r3.backends.cpu", "pytest_r3.backends.cuda")
+BUILTIN_BACKENDS = ("pytest_r3.backends.cpu", "pytest_r3.backends.cuda",
+                    "pytest_r3.backends.hip")
 
 _lock = threading.Lock()
 _instances: dict[str, object] = {}

@@ -21,6 +21,14 @@
 
 #define R3_CUDA_CLANG 1
 #define R3_CUDA_EMULATION 1
+/* lanes per warp and the type of a lane mask: CUDA's 32 here; HIP emulation (r3_hip_host.h)
+ * sets 64 and a 64-bit mask before including this header */
+#ifndef R3_WARP_SIZE
+#define R3_WARP_SIZE 32
+#endif
+#ifndef R3_WARP_MASK
+#define R3_WARP_MASK unsigned int
+#endif
 
 #include <math.h>
 #include <stddef.h>
@@ -82,13 +90,14 @@ const __r3_cuda_state_t *__r3_cuda_state(void) __attribute__((const, nothrow));
 void *__r3_cuda_dynamic_shared(void) __attribute__((const, nothrow));
 int __r3_cuda_barrier(int predicate, int op, int line) __attribute__((nothrow));
 unsigned long long __r3_cuda_shuffle(unsigned long long value, int kind, int lane, int width,
-                                     unsigned int mask) __attribute__((nothrow));
-unsigned int __r3_cuda_vote(int predicate, int kind, unsigned int mask)
+                                     unsigned long long mask) __attribute__((nothrow));
+unsigned long long __r3_cuda_vote(int predicate, int kind, unsigned long long mask)
     __attribute__((nothrow));
-unsigned int __r3_cuda_activemask(void) __attribute__((nothrow));
+unsigned long long __r3_cuda_activemask(void) __attribute__((nothrow));
 int __r3_cuda_printf(const char *format, ...) __attribute__((nothrow, format(printf, 1, 2)));
-unsigned int __r3_cuda_match(unsigned long long value, int kind, unsigned int mask,
-                             int *predicate) __attribute__((nothrow));
+unsigned long long __r3_cuda_match(unsigned long long value, int kind,
+                                   unsigned long long mask, int *predicate)
+    __attribute__((nothrow));
 void __r3_cuda_trap(int line) __attribute__((nothrow, noreturn));
 void __r3_cuda_assert_fail(const char *condition, const char *file, int line)
     __attribute__((nothrow, noreturn));
@@ -98,21 +107,22 @@ void __r3_cuda_assert_fail(const char *condition, const char *file, int line)
 #define blockIdx (__r3_cuda_state()->block_idx)
 #define blockDim (__r3_cuda_state()->block_dim)
 #define gridDim (__r3_cuda_state()->grid_dim)
-#define warpSize 32
+#define warpSize R3_WARP_SIZE
 
 /* barriers: the line lets the runtime tell two different __syncthreads apart */
 #define __syncthreads() ((void)__r3_cuda_barrier(1, 0, __LINE__))
 #define __syncthreads_count(p) __r3_cuda_barrier((p) != 0, 1, __LINE__)
 #define __syncthreads_and(p) __r3_cuda_barrier((p) != 0, 2, __LINE__)
 #define __syncthreads_or(p) __r3_cuda_barrier((p) != 0, 3, __LINE__)
-__R3_HOST void __syncwarp(unsigned int mask = 0xffffffffu) { __r3_cuda_vote(1, 3, mask); }
+__R3_HOST void __syncwarp(R3_WARP_MASK mask = (R3_WARP_MASK)~0ull) {
+  __r3_cuda_vote(1, 3, mask); }
 __R3_HOST void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 __R3_HOST void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 __R3_HOST void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 #define __trap() __r3_cuda_trap(__LINE__)
 
 /* warp shuffles (kind: 0 index, 1 up, 2 down, 3 xor) and votes (0 ballot, 1 all, 2 any) */
-template <typename T> __R3_HOST T __r3_shuffle(unsigned int mask, T v, int lane, int width,
+template <typename T> __R3_HOST T __r3_shuffle(R3_WARP_MASK mask, T v, int lane, int width,
                                                int kind) {
   static_assert(sizeof(T) <= 8, "shuffles move values of at most 8 bytes");
   unsigned long long bits = 0;
@@ -122,6 +132,7 @@ template <typename T> __R3_HOST T __r3_shuffle(unsigned int mask, T v, int lane,
   __builtin_memcpy(&out, &bits, sizeof(T));
   return out;
 }
+#ifndef R3_HIP_EMULATION /* HIP's *_sync forms take 64-bit masks: r3_hip_shuffles.h */
 template <typename T> __R3_HOST T __shfl_sync(unsigned int mask, T v, int lane,
                                               int width = 32) {
   return __r3_shuffle(mask, v, lane, width, 0); }
@@ -138,13 +149,14 @@ __R3_HOST unsigned int __ballot_sync(unsigned int mask, int p) {
   return __r3_cuda_vote(p != 0, 0, mask); }
 __R3_HOST int __all_sync(unsigned int mask, int p) { return (int)__r3_cuda_vote(p != 0, 1, mask); }
 __R3_HOST int __any_sync(unsigned int mask, int p) { return (int)__r3_cuda_vote(p != 0, 2, mask); }
-__R3_HOST unsigned int __activemask() { return __r3_cuda_activemask(); }
-template <typename T> __R3_HOST unsigned int __match_any_sync(unsigned int mask, T v) {
+#endif
+__R3_HOST R3_WARP_MASK __activemask() { return (R3_WARP_MASK)__r3_cuda_activemask(); }
+template <typename T> __R3_HOST R3_WARP_MASK __match_any_sync(R3_WARP_MASK mask, T v) {
   static_assert(sizeof(T) <= 8, "__match_any_sync compares values of at most 8 bytes");
   unsigned long long bits = 0;
   __builtin_memcpy(&bits, &v, sizeof(T));
   return __r3_cuda_match(bits, 0, mask, nullptr); }
-template <typename T> __R3_HOST unsigned int __match_all_sync(unsigned int mask, T v,
+template <typename T> __R3_HOST R3_WARP_MASK __match_all_sync(R3_WARP_MASK mask, T v,
                                                               int *pred) {
   static_assert(sizeof(T) <= 8, "__match_all_sync compares values of at most 8 bytes");
   unsigned long long bits = 0;

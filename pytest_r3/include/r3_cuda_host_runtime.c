@@ -24,6 +24,14 @@
 #error "CUDA emulation's fiber switch is written for x86-64 only"
 #endif
 
+/* lanes per warp: 32 for CUDA, 64 for HIP's wavefronts (R3_WARP_SIZE=64); a mask holds a
+ * bit per lane */
+#ifndef R3_WARP_SIZE
+#define R3_WARP_SIZE 32
+#endif
+#define R3_WARP R3_WARP_SIZE
+typedef unsigned long long r3_mask;
+
 typedef struct { unsigned int x, y, z; } r3_uint3;
 typedef struct { r3_uint3 thread_idx, block_idx, block_dim, grid_dim; } r3_state;
 
@@ -57,13 +65,13 @@ typedef struct {
   r3_uint3 idx;
   /* the warp operation this lane waits at, and its answer once the group is released */
   int op, kind, lane, width;
-  unsigned int mask;
+  r3_mask mask;
   unsigned long long value, result;
   int all_same;
 } r3_fiber;
 
 #define R3_MAX_THREADS 1024
-#define R3_WARPS (R3_MAX_THREADS / 32)
+#define R3_WARPS (R3_MAX_THREADS / R3_WARP)
 
 static r3_state state;
 static const r3_launch_t *launch;
@@ -176,15 +184,15 @@ static int describe_thread(char *out, size_t size, int i) {
 }
 
 /* the answers of the lanes in `group` (bits, lane 0 = fiber `first`), released together */
-static void answer(int first, unsigned int group) {
-  for (int l = 0; l < 32; ++l) {
+static void answer(int first, r3_mask group) {
+  for (int l = 0; l < R3_WARP; ++l) {
     if (!(group >> l & 1)) continue;
     r3_fiber *f = &fibers[first + l];
-    unsigned int members = group & f->mask, hits = 0;
-    for (int j = 0; j < 32; ++j)
+    r3_mask members = group & f->mask, hits = 0;
+    for (int j = 0; j < R3_WARP; ++j)
       if (members >> j & 1) {
         unsigned long long other = fibers[first + j].value;
-        if (f->op == WARP_MATCH ? other == f->value : other != 0) hits |= 1u << j;
+        if (f->op == WARP_MATCH ? other == f->value : other != 0) hits |= (r3_mask)1 << j;
       }
     if (f->op == WARP_SHUFFLE) {
       int width = f->width, base = l & ~(width - 1), src;
@@ -195,7 +203,7 @@ static void answer(int first, unsigned int group) {
       default: src = l ^ f->lane; if (src >= base + width) src = l; break;
       }
       /* a lane outside the group (exited, masked out, past the block) keeps its value */
-      f->result = (src >= 0 && src < 32 && (group >> src & 1)) ? fibers[first + src].value
+      f->result = (src >= 0 && src < R3_WARP && (group >> src & 1)) ? fibers[first + src].value
                                                                 : f->value;
     } else if (f->op == WARP_VOTE) {
       f->result = f->kind == 0 ? hits : f->kind == 1 ? hits == members
@@ -205,22 +213,22 @@ static void answer(int first, unsigned int group) {
       f->result = f->kind == 0 ? hits : (f->all_same ? members : 0);
     }
   }
-  for (int l = 0; l < 32; ++l)
+  for (int l = 0; l < R3_WARP; ++l)
     if (group >> l & 1) fibers[first + l].status = READY;
-  ++warp_epoch[first / 32];
+  ++warp_epoch[first / R3_WARP];
 }
 
 /* releases the lanes of each warp that wait at a warp operation together: all its live
  * lanes, or a group named by the lanes' common mask whose other named lanes have exited */
 static int release_warps(void) {
   int released = 0;
-  for (int first = 0; first < threads; first += 32) {
-    int last = first + 32 < threads ? first + 32 : threads;
-    unsigned int live = 0, waiting = 0;
+  for (int first = 0; first < threads; first += R3_WARP) {
+    int last = first + R3_WARP < threads ? first + R3_WARP : threads;
+    r3_mask live = 0, waiting = 0;
     for (int i = first; i < last; ++i) {
       if (fibers[i].status == DONE) continue;
-      live |= 1u << (i - first);
-      if (fibers[i].status == AT_WARP) waiting |= 1u << (i - first);
+      live |= (r3_mask)1 << (i - first);
+      if (fibers[i].status == AT_WARP) waiting |= (r3_mask)1 << (i - first);
     }
     if (!waiting) continue;
     if (waiting == live) {
@@ -228,18 +236,18 @@ static int release_warps(void) {
       released = 1;
       continue;
     }
-    for (unsigned int left = waiting; left;) {
-      int l = __builtin_ctz(left);
-      unsigned int mask = fibers[first + l].mask, group = waiting & mask;
+    for (r3_mask left = waiting; left;) {
+      int l = __builtin_ctzll(left);
+      r3_mask mask = fibers[first + l].mask, group = waiting & mask;
       int same = (live & mask) == group && (group >> l & 1);
-      for (int j = 0; j < 32 && same; ++j)
+      for (int j = 0; j < R3_WARP && same; ++j)
         if ((group >> j & 1) && fibers[first + j].mask != mask) same = 0;
       if (same) {
         answer(first, group);
         waiting &= ~group;
         released = 1;
       }
-      left &= ~(group | (1u << l));
+      left &= ~(group | ((r3_mask)1 << l));
     }
   }
   return released;
@@ -348,8 +356,8 @@ static int ordered(unsigned int other, unsigned int other_epoch, unsigned int ot
                    unsigned int me) {
   if (other == 0 || other == me || other_epoch != epoch) return 1;
   if (other == R3_MANY) return 0;
-  unsigned int warp = (me - 1) / 32;
-  return (other - 1) / 32 == warp && other_warp_epoch != warp_epoch[warp];
+  unsigned int warp = (me - 1) / R3_WARP;
+  return (other - 1) / R3_WARP == warp && other_warp_epoch != warp_epoch[warp];
 }
 
 static void report_race(const char *mine, const char *theirs, unsigned int other,
@@ -381,7 +389,7 @@ void __r3_cuda_access(void *address, unsigned long long bytes, int write) {
     base += (size + 3) / 4;
   }
   if (!name) return;
-  unsigned int me = (unsigned int)linear_thread() + 1, warp = (me - 1) / 32;
+  unsigned int me = (unsigned int)linear_thread() + 1, warp = (me - 1) / R3_WARP;
   size_t first = (a - start) / 4, last = (a + bytes - 1 - start) / 4;
   if (last >= (size + 3) / 4) last = (size + 3) / 4 - 1;
   for (size_t w = first; w <= last && base + w < shadow_words; ++w) {
@@ -443,13 +451,13 @@ int __r3_cuda_barrier(int predicate, int op, int line) {
 
 /* waits at a warp operation until the scheduler releases this lane's group, then answers */
 static r3_fiber *warp_wait(int op, int kind, unsigned long long value, int lane, int width,
-                           unsigned int mask) {
+                           r3_mask mask) {
   r3_fiber *me = &fibers[current];
   me->op = op;
   me->kind = kind;
   me->value = value;
   me->lane = lane;
-  me->width = (width <= 0 || width > 32 || (width & (width - 1))) ? 32 : width;
+  me->width = (width <= 0 || width > R3_WARP || (width & (width - 1))) ? R3_WARP : width;
   me->mask = mask;
   me->status = AT_WARP;
   yield();
@@ -457,7 +465,7 @@ static r3_fiber *warp_wait(int op, int kind, unsigned long long value, int lane,
 }
 
 unsigned long long __r3_cuda_shuffle(unsigned long long value, int kind, int lane, int width,
-                                     unsigned int mask) {
+                                     r3_mask mask) {
   if (current < 0) {
     fail("a warp shuffle ran outside a fiber (please report this)");
     return value;
@@ -466,33 +474,33 @@ unsigned long long __r3_cuda_shuffle(unsigned long long value, int kind, int lan
 }
 
 /* kind 0: __ballot_sync, 1: __all_sync, 2: __any_sync, 3: __syncwarp */
-unsigned int __r3_cuda_vote(int predicate, int kind, unsigned int mask) {
+r3_mask __r3_cuda_vote(int predicate, int kind, r3_mask mask) {
   if (current < 0) {
     fail("a warp vote ran outside a fiber (please report this)");
     return 0;
   }
-  return (unsigned int)warp_wait(WARP_VOTE, kind, predicate != 0, 0, 32, mask)->result;
+  return (r3_mask)warp_wait(WARP_VOTE, kind, predicate != 0, 0, R3_WARP, mask)->result;
 }
 
 /* __match_any_sync (kind 0): the lanes holding this lane's value; __match_all_sync (1): all
  * members if they all hold the same value (*predicate = 1), else 0 */
-unsigned int __r3_cuda_match(unsigned long long value, int kind, unsigned int mask,
+r3_mask __r3_cuda_match(unsigned long long value, int kind, r3_mask mask,
                              int *predicate) {
   if (current < 0) {
     fail("a warp match ran outside a fiber (please report this)");
     return 0;
   }
-  r3_fiber *me = warp_wait(WARP_MATCH, kind, value, 0, 32, mask);
+  r3_fiber *me = warp_wait(WARP_MATCH, kind, value, 0, R3_WARP, mask);
   if (kind == 1 && predicate) *predicate = me->all_same;
-  return (unsigned int)me->result;
+  return (r3_mask)me->result;
 }
 
-unsigned int __r3_cuda_activemask(void) {
-  if (current < 0) return 0xffffffffu;
-  int first = current / 32 * 32;
-  unsigned int mask = 0;
-  for (int i = first; i < first + 32 && i < threads; ++i)
-    if (fibers[i].status != DONE) mask |= 1u << (i - first);
+r3_mask __r3_cuda_activemask(void) {
+  if (current < 0) return ~(r3_mask)0 >> (64 - R3_WARP);
+  int first = current / R3_WARP * R3_WARP;
+  r3_mask mask = 0;
+  for (int i = first; i < first + R3_WARP && i < threads; ++i)
+    if (fibers[i].status != DONE) mask |= (r3_mask)1 << (i - first);
   return mask;
 }
 

@@ -313,10 +313,11 @@ def kernel(
     (None defines a name without a value), folders relative to the calling module. They are
     part of the source hash and never tuned.
 
-    A GPU kernel (``backend="cuda"``) is launched with ``launch``: its grid and block, e.g.
+    A GPU kernel (``backend="cuda"``, or ``"hip"`` for AMD GPUs) is launched with
+    ``launch``: its grid and block, e.g.
     ``launch=lambda args, t: {"grid": (cdiv(args["n"], t["BLOCK"]),), "block": (t["BLOCK"],)}``
-    (see :mod:`pytest_r3.model.launch` and docs/cuda.md). Without it the kernel's signature
-    and PTX can still be read; a launch then says launch= is missing.
+    (see :mod:`pytest_r3.model.launch`, docs/cuda.md and docs/hip.md). Without it the
+    kernel's signature and PTX can still be read; a launch then says launch= is missing.
 
     ``specialize`` gives buckets of sizes their own tuned variant: the names of integer
     scalar arguments (``specialize=["n"]``: power-of-two buckets, n=1000 in bucket 1024) or a
@@ -336,10 +337,10 @@ def kernel(
     from ..backends.cuda.toolchain import default_name, is_entry_name  # CUDA: also templates
 
     if not isinstance(entry, str) or not (entry.isidentifier() or (
-            backend == "cuda" and is_entry_name(entry))):
+            backend in ("cuda", "hip") and is_entry_name(entry))):
         raise DeclarationError(f"kernel declared at {declared_at}: entry must be a C "
-                               f"function name, got {entry!r} (for CUDA, also a template "
-                               "instance such as 'scale_tiles<16, float>')")
+                               f"function name, got {entry!r} (for CUDA and HIP, also a "
+                               "template instance such as 'scale_tiles<16, float>')")
     name = name or default_name(entry)  # a file name too: "scale_tiles<16, float>" is not
     where = f"kernel {name!r} (declared at {declared_at})"
     kernel_source = replace(load_source(source, declaring_file, where, defines, include_dirs),

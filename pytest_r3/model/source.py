@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..errors import DeclarationError, SourceNotFoundError
 
-SOURCE_SUFFIXES = (".c", ".h", ".cu", ".cuh", ".cl", ".cc", ".cpp")
+SOURCE_SUFFIXES = (".c", ".h", ".cu", ".cuh", ".hip", ".cl", ".cc", ".cpp")
 
 
 @dataclass(frozen=True)

@@ -151,12 +151,18 @@ def _fit_address_space(backend_name: str) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
 
 
+# the device files GPU runtimes open read-write: NVIDIA's driver, and AMD's (ROCm's kernel
+# fusion driver and the render nodes)
+GPU_DEVICE_FILES = ("/dev/nvidia*", "/dev/kfd", "/dev/dri/renderD*")
+
+
 def main(argv: list[str]) -> None:
     read_fd, write_fd = int(argv[0]), int(argv[1])
     address_space = int(argv[2]) if len(argv) > 2 else 0
     beat = Heartbeat.attach(int(argv[4])).beat if len(argv) > 4 else quiet
     # a GPU driver opens its device files read-write when the context is created, after this
-    devices = glob.glob("/dev/nvidia*") if argv[3:4] == ["gpu"] else []
+    devices = [path for pattern in GPU_DEVICE_FILES for path in glob.glob(pattern)] \
+        if argv[3:4] == ["gpu"] else []
     contained = containment.enter(writable_dirs=devices)
     _die_with_parent()
     print(f"pytest-r3 replay worker {os.getpid()}: {contained.describe()}", file=sys.stderr,

@@ -18,13 +18,20 @@ from pathlib import Path
 from ..backends.clang import without_linker_keep
 from ..backends.compile_cache import trusted_build, untrusted_build
 from ..errors import CompileError, DeclarationError, EntryNotFoundError, R3Error
-from ..outputs import write_text_atomic
+from ..outputs import write_bytes_atomic, write_text_atomic
 
 # ptxas figures shown, in order, with their labels
 CUDA_FIGURES = (("registers", "registers"), ("spill_store_bytes", "spill stores (bytes)"),
                 ("spill_load_bytes", "spill loads (bytes)"), ("stack_bytes", "stack (bytes)"),
                 ("shared_bytes", "shared memory (bytes)"),
                 ("constant_bytes", "constant memory (bytes)"))
+
+
+# code-object figures shown for HIP kernels, in order, with their labels
+HIP_FIGURES = (("vgprs", "VGPRs"), ("agprs", "AGPRs"), ("sgprs", "SGPRs"),
+               ("vgpr_spills", "VGPR spills"), ("sgpr_spills", "SGPR spills"),
+               ("scratch_bytes", "scratch (bytes)"), ("lds_bytes", "LDS (bytes)"),
+               ("waves_per_simd", "occupancy (waves/SIMD)"))
 
 
 @dataclass
@@ -63,6 +70,10 @@ class BuildResult:
                 if key in ours or (nvcc and key in nvcc):
                     theirs = f" {nvcc.get(key, '-'):>9}" if nvcc else ""
                     lines.append(f"  {label:<24} {ours.get(key, '-'):>8}{theirs}")
+        elif self.backend == "hip" and ours:
+            lines.append(f"  {'':<24} {'ours':>8}")
+            lines += [f"  {label:<24} {ours[key]:>8}" for key, label in HIP_FIGURES
+                      if key in ours]
         elif ours:
             lines += [f"  {key.replace('_', ' ')}: {value}" for key, value in ours.items()]
         lines += [f"  note: {note}" for note in self.notes]
@@ -99,9 +110,12 @@ def build(kernel, variant, out_dir: Path, target: str | None = None) -> BuildRes
 def _build(kernel, variant, out_dir: Path, target: str | None) -> BuildResult:
     if kernel.backend_name == "cuda":
         return _build_cuda(kernel, variant, Path(out_dir), target)
+    if kernel.backend_name == "hip":
+        return _build_hip(kernel, variant, Path(out_dir), target)
     if target:
-        raise DeclarationError(f"--target {target!r} applies to CUDA kernels; {kernel.where} "
-                               f"is a {kernel.backend_name} kernel built for this machine")
+        raise DeclarationError(f"--target {target!r} applies to CUDA and HIP kernels; "
+                               f"{kernel.where} is a {kernel.backend_name} kernel built for "
+                               "this machine")
     return _build_cpu(kernel, variant, Path(out_dir))
 
 
@@ -150,6 +164,38 @@ def _build_cuda(kernel, variant, out_dir: Path, target: str | None) -> BuildResu
         first = (str(exc).splitlines() or [""])[0]
         result.notes.append(f"nvcc could not build it: {first[:300]}")
     return result
+
+
+def _build_hip(kernel, variant, out_dir: Path, target: str | None) -> BuildResult:
+    """AMDGCN IR, assembly and a linked code object for an AMD GPU (no GPU needed), with
+    the registers, LDS and occupancy its metadata gives; hipcc's where ROCm is installed
+    is not compared yet, and the notes say so."""
+    from ..backends.hip import HIPBackend, toolchain
+
+    backend = HIPBackend(target) if target else _hip_device(kernel.backend)
+    arch = backend.arch
+    result = _result(kernel, variant, arch)
+    stem = out_dir / variant_label(kernel, variant, arch)
+    ir = backend.compile(kernel.source_for(variant), variant.macro_dict)
+    built = backend.compile_code_object(ir, kernel.entry, variant.pipeline, kernel.name)
+    result.files["ir"] = str(write_text_atomic(stem.with_suffix(".ll"), built.optimised_ir))
+    result.files["assembly"] = str(write_text_atomic(stem.with_suffix(".s"), built.assembly))
+    result.files["code object"] = str(write_bytes_atomic(stem.with_suffix(".hsaco"),
+                                                         built.code_object))
+    result.figures["ours"] = {key: built.figures[key] for key, _ in HIP_FIGURES
+                              if key in built.figures}
+    if toolchain.find_hipcc() is None:
+        result.notes.append("hipcc is not installed (ROCm): no vendor figures to compare with")
+    else:
+        result.notes.append("hipcc is installed, but pytest-r3 does not compare with its "
+                            "build yet")
+    return result
+
+
+def _hip_device(backend):
+    """The AMD GPU build of a HIP kernel's backend, also when the process emulates HIP."""
+    return getattr(backend, "device", backend) if getattr(backend, "emulated", False) \
+        else backend
 
 
 def _build_cpu(kernel, variant, out_dir: Path) -> BuildResult:

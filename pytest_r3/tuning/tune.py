@@ -34,8 +34,11 @@ def tune_kernel(kernel, tuning: Tuning, lock_path) -> KernelReport:
     row = KernelReport(kernel.name, target, "baseline kept", optimizer=settings.optimizer)
     if getattr(kernel.backend, "emulated", False):  # see backends/cuda/emulation.py
         row.status = "not tuned"
-        row.notes.append("CUDA runs in emulation on the CPU here: its timings say nothing "
-                         "about a GPU, so nothing is ranked and no lock entry is written")
+        language = {"cuda": "CUDA", "hip": "HIP"}.get(kernel.backend_name,
+                                                       kernel.backend_name)
+        row.notes.append(f"{language} runs in emulation on the CPU here: its timings say "
+                         "nothing about a GPU, so nothing is ranked and no lock entry is "
+                         "written")
         tuning.say(f"pytest-r3: {kernel.name}: not tuned: {row.notes[-1]}")
         return row
     if settings.llm is None:

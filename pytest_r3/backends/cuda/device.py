@@ -84,6 +84,7 @@ class CUDABackend(Backend):
     launch_limits = LaunchLimits()
     address_space_cap = False  # the CUDA driver reserves more address space than any cap
     cpu_clock = "none"  # the device times a launch; the host thread waits for it
+    kernel_define = _KERNEL_DEFINE  # a kernel's definition in the IR, its symbol captured
 
     def __init__(self, arch: str | None = None) -> None:
         self._arch = check_arch(arch) if arch else None
@@ -157,7 +158,8 @@ class CUDABackend(Backend):
     def reachable(self, module, entry: str, where: str):
         """``module`` reduced to kernel ``entry`` and what it reaches (clang.keep_reachable);
         host code never reaches device IR, but unused device functions do."""
-        symbol = toolchain.match_symbol(_KERNEL_DEFINE.findall(str(module)), entry, where)
+        symbol = toolchain.match_symbol(self.kernel_define.findall(str(module)), entry,
+                                        where)
         clang.keep_reachable(module, symbol, self.target_machine())
         return module
 
@@ -179,7 +181,7 @@ class CUDABackend(Backend):
 
     def _read_signature(self, source: KernelSource, entry: str, macros: Mapping[str, object],
                         debug_ir: str, where: str, text: str | None = None) -> Signature:
-        symbol = toolchain.match_symbol(_KERNEL_DEFINE.findall(debug_ir), entry, where)
+        symbol = toolchain.match_symbol(self.kernel_define.findall(debug_ir), entry, where)
         module = self.parse(clang.without_linker_keep(debug_ir), where)
         clang.keep_reachable(module, symbol, self.target_machine())
         debug_ir = str(module)
@@ -192,6 +194,39 @@ class CUDABackend(Backend):
             signature = with_declared_bounds(signature, text if text is not None else
                                              self.compile(source, macros, preprocess_only=True))
         return signature
+
+    def link_libraries(self, module) -> bool:
+        """Link the device libraries ``module`` calls into it: CUDA's libdevice (``__nv_*``)
+        where installed. True when something was linked."""
+        libdevice = any(f.is_declaration and f.name.startswith("__nv_")
+                        for f in module.functions)
+        if libdevice:
+            module.link_in(_libdevice_module(module.triple, module.data_layout))
+        return libdevice
+
+    def optimised_entry(self, ir: str, entry: str, pipeline: Pipeline, where: str):
+        """``ir`` reduced to kernel ``entry`` and what it reaches, with the device libraries
+        it calls, optimised by ``pipeline``: (the llvmlite module, the entry's symbol,
+        whether a library was linked). Only the entry stays visible, so what it inlined may
+        go."""
+        import llvmlite.binding as llvm
+
+        prepared = pipeline.prepare_ir(ir)
+        symbol = toolchain.match_symbol(self.kernel_define.findall(prepared), entry, where)
+        module = self.parse(clang.without_linker_keep(prepared), where)
+        machine = self.target_machine()
+        clang.keep_reachable(module, symbol, machine)  # a static one too
+        linked = self.link_libraries(module)
+        for function in module.functions:
+            if not function.is_declaration and function.name != symbol \
+                    and function.linkage == llvm.Linkage.external:
+                function.linkage = llvm.Linkage.internal
+        pipeline.run(module, machine)
+        cleanup = llvm.create_new_module_pass_manager()
+        cleanup.add_global_dead_code_eliminate_pass()
+        cleanup.run(module, llvm.create_pass_builder(
+            machine, llvm.create_pipeline_tuning_options(speed_level=0)))
+        return module, symbol, linked
 
     def compile_ptx(self, ir: str, entry: str, pipeline: Pipeline,
                     kernel_name: str = "") -> PTXBuild:
@@ -220,27 +255,9 @@ class CUDABackend(Backend):
         return build
 
     def _emit_ptx(self, ir: str, entry: str, pipeline: Pipeline, kernel_name: str) -> PTXBuild:
-        import llvmlite.binding as llvm
-
         where = f"kernel {kernel_name or entry!r}"
-        prepared = pipeline.prepare_ir(ir)
-        symbol = toolchain.match_symbol(_KERNEL_DEFINE.findall(prepared), entry, where)
-        module = self.parse(clang.without_linker_keep(prepared), where)
-        clang.keep_reachable(module, symbol, self.target_machine())  # a static one too
-        libdevice = any(f.is_declaration and f.name.startswith("__nv_")
-                        for f in module.functions)
-        if libdevice:
-            module.link_in(_libdevice_module(module.triple, module.data_layout))
-        for function in module.functions:  # only the entry stays visible: the rest may go
-            if not function.is_declaration and function.name != symbol \
-                    and function.linkage == llvm.Linkage.external:
-                function.linkage = llvm.Linkage.internal
+        module, symbol, libdevice = self.optimised_entry(ir, entry, pipeline, where)
         machine = self.target_machine()
-        pipeline.run(module, machine)
-        cleanup = llvm.create_new_module_pass_manager()
-        cleanup.add_global_dead_code_eliminate_pass()
-        cleanup.run(module, llvm.create_pass_builder(
-            machine, llvm.create_pipeline_tuning_options(speed_level=0)))
         optimised_ir = str(module)
         try:
             ptx = machine.emit_assembly(module)

@@ -86,6 +86,10 @@ class EmulatedCUDABackend(CUDABackend):
         "__r3_cuda_shuffle", "__r3_cuda_vote", "__r3_cuda_match", "__r3_cuda_activemask",
         "__r3_cuda_printf", "__r3_cuda_trap", "__r3_cuda_assert_fail"})
     sandbox_sections = frozenset({SHARED_SECTION})
+    warp_size = 32  # lanes per warp, in the header and the runtime (HIP's wavefronts: 64)
+    # included in front of every kernel: the CUDA vocabulary, and <cuda_runtime.h> (implicit,
+    # as under nvcc)
+    host_includes = (HEADER, SHIMS / "cuda_runtime.h")
 
     def target_name(self) -> str:
         return f"cuda-emulation-{clang.host_target().name.removeprefix('cpu-')}"
@@ -100,8 +104,8 @@ class EmulatedCUDABackend(CUDABackend):
         return (*clang.host_target().clang_flags(), "-std=c++17", "-nostdinc++",
                 "-fno-exceptions", "-fno-rtti", "-fno-threadsafe-statics",
                 "-Wno-unused-command-line-argument", "-I", str(SHIMS), "-I", str(INCLUDE),
-                "-I", str(toolchain.HOST_ONLY_HEADERS), "-include", str(HEADER),
-                "-include", str(SHIMS / "cuda_runtime.h"))  # implicit, as under nvcc
+                "-I", str(toolchain.HOST_ONLY_HEADERS),
+                *(flag for header in self.host_includes for flag in ("-include", str(header))))
 
     def compile(self, source: KernelSource, macros: Mapping[str, object],
                 debug_info: bool = False) -> str:
@@ -115,7 +119,7 @@ class EmulatedCUDABackend(CUDABackend):
             target_flags=self.host_flags(), language="c++",
             include_dirs=source.include_dirs, extra_flags=source.flags,
             debug_info=debug_info, untrusted=source.untrusted)
-        return ir + runtime_trailer()
+        return ir + runtime_trailer(self.warp_size)
 
     def inspect(self, source: KernelSource, entry: str, macros: Mapping[str, object],
                 kernel_name: str = "") -> Signature:

@@ -175,14 +175,15 @@ def _unpack(packed: str) -> str:
     return zlib.decompress(base64.b64decode(packed)).decode()
 
 
-@functools.lru_cache(maxsize=1)
-def runtime_trailer() -> str:
-    packed = base64.b64encode(zlib.compress(_runtime_ir().encode(), 9)).decode()
+@functools.lru_cache(maxsize=2)
+def runtime_trailer(warp_size: int = 32) -> str:
+    packed = base64.b64encode(zlib.compress(_runtime_ir(warp_size).encode(), 9)).decode()
     return f"\n{RUNTIME_MARKER} {packed}\n"
 
 
-def _runtime_ir() -> str:
-    """The runtime's IR, compiled once per process (it is ours, not the kernel's)."""
+def _runtime_ir(warp_size: int) -> str:
+    """The runtime's IR for warps of ``warp_size`` lanes (32: CUDA, 64: HIP's wavefronts),
+    compiled once per process (it is ours, not the kernel's)."""
     try:
         text = RUNTIME.read_text()
     except OSError as exc:
@@ -190,4 +191,4 @@ def _runtime_ir() -> str:
                              "reinstall pytest-r3") from exc
     return clang.compile_to_ir(text, filename=str(RUNTIME),
                                    target_flags=clang.host_target().clang_flags(),
-                                   language="c")
+                                   macros={"R3_WARP_SIZE": warp_size}, language="c")

@@ -252,6 +252,40 @@ def pack_parameters(layout: str, values: Sequence[object]) -> bytes:
     return bytes(buffer)
 
 
+def parameter_pointers(layout: str, values: Sequence[object]):
+    """(buffer, pointers): the packed parameters and the array of pointers to each of them,
+    as cuLaunchKernel and hipModuleLaunchKernel take them (``kernelParams``); keep both
+    alive until the launch returns."""
+    import ctypes
+
+    data = pack_parameters(layout, values)
+    buffer = ctypes.create_string_buffer(data, max(len(data), 1))
+    base = ctypes.addressof(buffer)
+    offsets, _ = parameter_offsets(layout)
+    pointers = (ctypes.c_void_p * max(len(offsets), 1))(*[base + o for o in offsets])
+    return buffer, pointers
+
+
+def host_address(host: np.ndarray) -> int:
+    """Where a host array's data starts, for a copy; DriverError unless it is contiguous."""
+    if not host.flags.c_contiguous:
+        raise DriverError("a host array to copy is not C-contiguous")
+    return host.__array_interface__["data"][0]
+
+
+class Event:
+    """A driver's event handle, released (``release(handle)``) with its last reference."""
+
+    def __init__(self, handle, release) -> None:
+        self.handle, self._release = handle, release
+
+    def __del__(self) -> None:
+        try:
+            self._release(self.handle)
+        except Exception:  # the interpreter or the context is going away
+            pass
+
+
 # -- device arrays -----------------------------------------------------------------------------
 def device_array_info(value: object, head: str) -> tuple[int, np.dtype, tuple[int, ...], bool]:
     """Pointer, dtype, shape and read-only flag of a C-contiguous device array."""

@@ -20,9 +20,10 @@ from .runtime import (
     DEVICE_ENV,
     Driver,
     DriverError,
+    Event,
+    host_address,
     no_gpu_error,
-    pack_parameters,
-    parameter_offsets,
+    parameter_pointers,
 )
 
 PACKAGE = "cuda-bindings"
@@ -135,20 +136,16 @@ class BindingsDriver(Driver):
         self._call("cuMemFree", self.cu.cuMemFree, pointer)
 
     def copy_to_device(self, pointer: int, host: np.ndarray) -> None:
-        self._call("cuMemcpyHtoD", self.cu.cuMemcpyHtoD, pointer, _address(host), host.nbytes)
+        self._call("cuMemcpyHtoD", self.cu.cuMemcpyHtoD, pointer, host_address(host), host.nbytes)
 
     def copy_to_host(self, host: np.ndarray, pointer: int) -> None:
-        self._call("cuMemcpyDtoH", self.cu.cuMemcpyDtoH, _address(host), pointer, host.nbytes)
+        self._call("cuMemcpyDtoH", self.cu.cuMemcpyDtoH, host_address(host), pointer, host.nbytes)
 
     def copy_on_device(self, target: int, source: int, nbytes: int) -> None:
         self._call("cuMemcpyDtoD", self.cu.cuMemcpyDtoD, target, source, nbytes)
 
     def launch(self, function, launch, layout: str, values) -> None:
-        data = pack_parameters(layout, values)
-        buffer = ctypes.create_string_buffer(data, max(len(data), 1))
-        base = ctypes.addressof(buffer)
-        offsets, _ = parameter_offsets(layout)
-        pointers = (ctypes.c_void_p * max(len(offsets), 1))(*[base + o for o in offsets])
+        _, pointers = parameter_pointers(layout, values)
         self._call("cuLaunchKernel", self.cu.cuLaunchKernel, function, *launch.grid,
                    *launch.block, launch.shared, 0, ctypes.addressof(pointers), 0)
 
@@ -158,7 +155,7 @@ class BindingsDriver(Driver):
     def new_event(self):
         event = self._call("cuEventCreate", self.cu.cuEventCreate,
                            self.cu.CUevent_flags.CU_EVENT_DEFAULT)
-        return _Event(self.cu, event)
+        return Event(event, self.cu.cuEventDestroy)
 
     def record(self, event) -> None:
         self._call("cuEventRecord", self.cu.cuEventRecord, event.handle, 0)
@@ -184,25 +181,6 @@ class BindingsDriver(Driver):
 
     def memset(self, pointer: int, nbytes: int) -> None:
         self._call("cuMemsetD8Async", self.cu.cuMemsetD8Async, pointer, 0, nbytes, 0)
-
-
-class _Event:
-    """An event handle destroyed with its last reference."""
-
-    def __init__(self, cu, handle) -> None:
-        self.cu, self.handle = cu, handle
-
-    def __del__(self) -> None:
-        try:
-            self.cu.cuEventDestroy(self.handle)
-        except Exception:  # the interpreter or the context is going away
-            pass
-
-
-def _address(host: np.ndarray) -> int:
-    if not host.flags.c_contiguous:
-        raise DriverError("a host array to copy is not C-contiguous")
-    return host.__array_interface__["data"][0]
 
 
 def _checked(cu, what: str, returned):

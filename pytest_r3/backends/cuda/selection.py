@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ...errors import BackendError
 from ...model.pipeline import Pipeline
@@ -20,17 +20,18 @@ from .device import CUDABackend
 from .emulation import EMULATION_ENV, EmulatedCUDABackend, check_host
 
 
-def requested() -> bool | None:
-    """``PYTEST_R3_CUDA_EMULATION``: True (1/on), False (0/off), None (unset or auto)."""
-    raw = os.environ.get(EMULATION_ENV, "").strip().lower()
+def requested(env: str = EMULATION_ENV) -> bool | None:
+    """``PYTEST_R3_CUDA_EMULATION`` (or ``env``, HIP's): True (1/on), False (0/off), None
+    (unset or auto)."""
+    raw = os.environ.get(env, "").strip().lower()
     if raw in ("", "auto"):
         return None
     if raw in ("1", "true", "yes", "on"):
         return True
     if raw in ("0", "false", "no", "off"):
         return False
-    raise BackendError(f"{EMULATION_ENV}={raw!r} is not understood; use 1 (emulate CUDA on "
-                       "the CPU), 0 (never emulate) or auto (emulate when no GPU is usable)")
+    raise BackendError(f"{env}={raw!r} is not understood; use 1 (emulate on the CPU), 0 "
+                       "(never emulate) or auto (emulate when no GPU is usable)")
 
 
 def selected() -> bool:
@@ -49,17 +50,25 @@ def unavailable_reason() -> str | None:
     place tests decide to skip CUDA runs."""
     from . import runtime
 
+    return why_unrunnable(selected, runtime.unavailable_reason, EMULATION_ENV)
+
+
+def why_unrunnable(emulated: Callable[[], bool], gpu_reason: Callable[[], str | None],
+                   env: str) -> str | None:
+    """Why kernels of a GPU backend (CUDA's, HIP's) can run neither on its GPU nor in
+    emulation, given whether the process ``emulated``, why its GPU is not usable and the
+    variable (``env``) that turns emulation on or off."""
     try:
-        emulate = selected()
+        emulate = emulated()
         if emulate:
             check_host()
     except BackendError as exc:
         return str(exc)
     if emulate:
         return None
-    reason = runtime.unavailable_reason()
-    if reason is not None and requested() is False:
-        reason += f" (and {EMULATION_ENV}=0 turns emulation off)"
+    reason = gpu_reason()
+    if reason is not None and requested(env) is False:
+        reason += f" (and {env}=0 turns emulation off)"
     return reason
 
 
@@ -88,8 +97,12 @@ class AutoCUDABackend(Backend):
     def chosen(self) -> Backend:
         with self._choosing:
             if self._chosen is None:
-                self._chosen = EmulatedCUDABackend() if selected() else CUDABackend()
+                self._chosen = self.choose()
         return self._chosen
+
+    def choose(self) -> Backend:
+        """The backend this process uses, made on first use."""
+        return EmulatedCUDABackend() if selected() else CUDABackend()
 
     def __getattr__(self, name: str):  # arch, compile_ptx, emulated, sandbox rules...
         if name.startswith("__") or name in ("_chosen", "_choosing"):
