@@ -203,7 +203,7 @@ def test_the_single_source_file_gives_the_same_dot_as_cuda(unique_name):
         out = np.zeros(1, np.float32)
         kernel(x, y, out, 4000)
         results[backend] = out[0]
-    assert results["cuda"] == pytest.approx(results["hip"], rel=1e-5)
+    assert results["cuda"] == pytest.approx(results["hip"], rel=1e-4)  # another sum order
     assert results["hip"] == pytest.approx(float(np.dot(x.astype(np.float64), y)), rel=1e-4)
 
 
