@@ -280,3 +280,19 @@ def test_the_documented_vocabulary_builds_for_the_gpu_and_runs(tmp_path, unique_
     # (a block of 96 threads), + lane 0's x + min(x, 3) + 2 + 8
     expected = [[64 + x + 13] * 64 + [32 + x + 13] * 32 for x in (70, 72)]
     np.testing.assert_array_equal(out[1:], np.ravel(expected))
+
+
+def test_r3_hip_emulation_is_checked_and_sets_the_variable(pytester, monkeypatch):
+    monkeypatch.delenv("PYTEST_R3_HIP_EMULATION", raising=False)
+    pytester.makepyfile(test_setting="""
+        import os
+
+        def test_setting():
+            assert os.environ["PYTEST_R3_HIP_EMULATION"] == "1"
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--r3-hip-emulation=on")
+    result.assert_outcomes(passed=1)
+    wrong = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--r3-hip-emulation=maybe")
+    assert wrong.ret == pytest.ExitCode.USAGE_ERROR
+    wrong.stderr.fnmatch_lines(["*--r3-hip-emulation / r3_hip_emulation: 'maybe' is not auto, "
+                                "on or off*"])

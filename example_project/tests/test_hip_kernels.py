@@ -39,4 +39,4 @@ def test_the_single_source_gives_the_same_answer_as_cuda():
     on_cuda, on_hip = np.zeros(1, np.float32), np.zeros(1, np.float32)
     sum_squares_cuda(5000, x, on_cuda)
     sum_squares_hip(5000, x, on_hip)
-    assert on_cuda[0] == pytest.approx(on_hip[0], rel=1e-5)
+    assert on_cuda[0] == pytest.approx(on_hip[0], rel=1e-4)  # the sums run in another order

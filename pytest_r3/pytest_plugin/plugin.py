@@ -266,21 +266,24 @@ def _print_kernel_list(config: pytest.Config) -> None:
 
 
 def _choose_cuda_emulation(config: pytest.Config) -> None:
-    """--r3-cuda-emulation on/off sets PYTEST_R3_CUDA_EMULATION (replay workers inherit it);
-    auto leaves the environment variable, if any, to decide. --r3-cuda-racecheck sets
-    PYTEST_R3_CUDA_RACECHECK."""
+    """--r3-cuda-emulation on/off sets PYTEST_R3_CUDA_EMULATION (replay workers inherit it),
+    --r3-hip-emulation PYTEST_R3_HIP_EMULATION; auto leaves the environment variable, if
+    any, to decide. --r3-cuda-racecheck sets PYTEST_R3_CUDA_RACECHECK."""
     from ..backends import forget_backend
     from ..backends.cuda.emulation import EMULATION_ENV, RACECHECK_ENV
+    from ..backends.hip.emulation import EMULATION_ENV as HIP_EMULATION_ENV
 
     if options.value(config, "r3_cuda_racecheck"):
         os.environ[RACECHECK_ENV] = "1"
 
-    value = str(options.value(config, "r3_cuda_emulation")).strip().lower()
     choices = {"auto": None, "on": "1", "1": "1", "true": "1", "off": "0", "0": "0",
                "false": "0"}
-    if value not in choices:
-        raise pytest.UsageError(f"--r3-cuda-emulation / r3_cuda_emulation: {value!r} is not "
-                                "auto, on or off")
-    if choices[value] is not None and os.environ.get(EMULATION_ENV) != choices[value]:
-        os.environ[EMULATION_ENV] = choices[value]
-        forget_backend("cuda")
+    for backend, env in (("cuda", EMULATION_ENV), ("hip", HIP_EMULATION_ENV)):
+        setting = f"r3_{backend}_emulation"
+        value = str(options.value(config, setting)).strip().lower()
+        if value not in choices:
+            raise pytest.UsageError(f"--r3-{backend}-emulation / {setting}: {value!r} is not "
+                                    "auto, on or off")
+        if choices[value] is not None and os.environ.get(env) != choices[value]:
+            os.environ[env] = choices[value]
+            forget_backend(backend)

@@ -130,10 +130,28 @@ _NVVM = [
 ]
 # clocks make a kernel's result depend on time, so it can tell verification from timing
 _NVVM_DENIED = re.compile(r"nvvm\.read\.ptx\.sreg\.(?:clock|globaltimer)")
+# AMD GPUs (HIP): thread and block ids, the read-only dispatch packet and kernel arguments,
+# barriers, cross-lane operations, math, atomics, matrix cores; never the clocks
+# (s.memtime, s.memrealtime), the hardware registers (s.getreg) or messages (s.sendmsg)
+_AMDGCN = [
+    r"amdgcn\.(?:workitem|workgroup)\.id\.[xyz]",
+    r"amdgcn\.(?:dispatch|implicitarg|kernarg\.segment|queue)\.ptr|amdgcn\.dispatch\.id",
+    r"amdgcn\.(?:s\.barrier|wave\.barrier|s\.waitcnt|sched\.barrier|sched\.group\.barrier"
+    r"|iglp\.opt)",
+    r"amdgcn\.(?:ds\.bpermute|ds\.permute|ds\.swizzle|mov\.dpp8?|update\.dpp|readfirstlane"
+    r"|readlane|writelane|permlane\w*|ballot|icmp|fcmp|mbcnt\.lo|mbcnt\.hi|wave\.reduce\.\w+"
+    r"|wwm|strict\.wwm|set\.inactive|live\.mask|ps\.live)(?:\.[\w.]+)?",
+    r"amdgcn\.(?:rsq|rcp|sqrt|exp2|log|sin|cos|fract|frexp\.\w+|ldexp|fmed3|fma\.legacy"
+    r"|fmul\.legacy|div\.\w+|class|mul\.[ui]24|mulhi\.[ui]24|ubfe|sbfe|lerp|sad\.\w+"
+    r"|msad\.\w+|cvt\.[\w.]+|fdot2\w*|[su]dot\d+|mfma\.[\w.]+|smfmac\.[\w.]+"
+    r"|atomic\.(?:inc|dec)|global\.atomic\.\w+|flat\.atomic\.\w+|ds\.fadd|ds\.fmin"
+    r"|ds\.fmax|is\.shared|is\.private|groupstaticsize)(?:\.[\w.]+)?",
+]
 
 _GENERIC_RE = re.compile(r"llvm\.(?:" + "|".join(_GENERIC) + ")")
 _CPU_RE = re.compile(r"llvm\.(?:" + "|".join(_CPU_VECTOR) + ")")
 _NVVM_RE = re.compile(r"llvm\.(?:" + "|".join(_NVVM) + ")")
+_AMDGCN_RE = re.compile(r"llvm\.(?:" + "|".join(_AMDGCN) + ")")
 
 # why some notable intrinsics are refused, for the message
 _DENIED_WHY = [
@@ -146,7 +164,8 @@ _DENIED_WHY = [
     (r"llvm\.(?:read|write)_(?:volatile_)?register", "it reads or writes machine registers"),
     (r"llvm\.(?:init|adjust)\.trampoline|llvm\.icall\.|llvm\.local(?:escape|recover)",
      "it builds or reaches code through computed addresses"),
-    (r"llvm\.(?:readcyclecounter|readsteadycounter|nvvm\.read\.ptx\.sreg\.(?:clock|global))",
+    (r"llvm\.(?:readcyclecounter|readsteadycounter|nvvm\.read\.ptx\.sreg\.(?:clock|global)"
+     r"|amdgcn\.s\.mem(?:real)?time)",
      "it reads a clock, so results could depend on timing"),
     (r"llvm\.x86\.|llvm\.aarch64\.", "only vector-math target intrinsics are allowed"),
 ]
@@ -158,6 +177,8 @@ def intrinsic_allowed(name: str, triple: str = "") -> bool:
         return True
     if triple.startswith("nvptx"):
         return bool(_NVVM_RE.fullmatch(name)) and not _NVVM_DENIED.search(name)
+    if triple.startswith("amdgcn"):
+        return bool(_AMDGCN_RE.fullmatch(name))
     return bool(_CPU_RE.fullmatch(name)) and not _CPU_VECTOR_DENIED.search(name)
 
 
@@ -230,8 +251,9 @@ def _is_writable(variable, triple: str) -> bool:
         return True
     if constant:
         return False
-    # CUDA __shared__ (3) lives per block and __constant__ (4) is read-only on the device
-    return not (triple.startswith("nvptx") and space in (3, 4))
+    # __shared__ (3) lives per block and __constant__ (4) is read-only on the device, on
+    # NVIDIA's GPUs (CUDA) and AMD's (HIP: LDS and constant memory) alike
+    return not (triple.startswith(("nvptx", "amdgcn")) and space in (3, 4))
 
 
 def writable_globals(module) -> frozenset[tuple[str, str]]:
