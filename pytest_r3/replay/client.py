@@ -43,6 +43,7 @@ class ReplayServer:
         max_consecutive_crashes: int = 10,
         log_path: str | Path | None = None,
         reference: Judge | None = None,
+        compile_cache: str | None = None,
     ) -> None:
         self.spec = spec
         self.recordings_root = str(recordings_root)
@@ -54,6 +55,10 @@ class ReplayServer:
         self.max_consecutive_crashes = max_consecutive_crashes
         self.log_path = log_path
         self.judge = reference  # shared by the servers of one kernel: learnt once
+        # the compiled-code cache folder the worker reads its baseline from (None: the one
+        # its environment names; see compile_cache.trusted_build), and what it read there
+        self.compile_cache = compile_cache
+        self.compile_cache_hits = 0
         self.restarts = 0
         self.consecutive_crashes = 0
         self.containment = ""
@@ -115,8 +120,12 @@ class ReplayServer:
 
     def _spawn(self) -> None:
         self.worker.spawn()
-        self._ask("load", {"spec": self.spec.as_dict(), "settings": asdict(self.settings),
-                           "ir": self.compiler.baseline_ir}, self.load_timeout)
+        _, data, _ = self._ask("load", {"spec": self.spec.as_dict(),
+                                        "settings": asdict(self.settings),
+                                        "ir": self.compiler.baseline_ir,
+                                        "compile_cache": self.compile_cache},
+                               self.load_timeout)
+        self.compile_cache_hits = int(data.get("compile_cache_hits", 0))
 
     def _send_cases(self, cases: list[Case]) -> None:
         arrays = {f"{index}.{number}": slot.values for index, case in enumerate(cases)
