@@ -2,7 +2,10 @@
 start, with an empty cache (cold) and a filled one (warm).
 
 A project is generated with 10, 40 and 100 kernels (each a small saxpy with its own
-``defines=``, so each has its own machine code) and one test per kernel. Measured, each in a
+``defines=``, so each has its own machine code) and one test per kernel; the same with 10
+and 40 CUDA kernels, run in emulation (``PYTEST_R3_CUDA_EMULATION=1``: compiled for the
+host, so it runs on any machine; cached are clang's output, the signature and the host
+object code). Measured, each in a
 fresh process and repeated (medians shown):
 
 - a plain ``pytest`` run: its wall time, and the kernels' share of it (the sum of each
@@ -16,7 +19,8 @@ filled. The cache folder is a temporary one (PYTEST_R3_CACHE_DIR), never the use
 
 Run from the repository root::
 
-    python benchmarks/bench_compile_cache.py [--kernels 10 40 100] [--repeats 3]
+    python benchmarks/bench_compile_cache.py [--kernels 10 40 100] [--cuda-kernels 10 40]
+                                             [--repeats 3]
 """
 
 from __future__ import annotations
@@ -49,6 +53,26 @@ import pytest_r3 as r3
 KERNELS = [r3.kernel("saxpy.c", entry="saxpy", name=f"saxpy_{i}", defines={"OFFSET": i})
            for i in range(COUNT)]
 """
+
+KERNEL_CU = """\
+extern "C" __global__ void saxpy(long n, float a, const float *x, float *y)
+{
+    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    if (i < n)
+        y[i] = a * x[i] + y[i] + OFFSET;
+}
+"""
+
+PACKAGE_CUDA = """\
+import pytest_r3 as r3
+
+KERNELS = [r3.kernel("saxpy.cu", entry="saxpy", name=f"saxpy_{i}", defines={"OFFSET": i},
+                     backend="cuda", launch={"grid": lambda args, t: (r3.cdiv(args["n"], 64),),
+                                             "block": (64,)})
+           for i in range(COUNT)]
+"""
+# environment of the CUDA rows: emulation, so that every machine measures the same thing
+CUDA_ENV = {"PYTEST_R3_CUDA_EMULATION": "1"}
 
 # the first call's time goes to the file named by BENCH_TIMES: (first, second) per kernel
 TIMING = """\
@@ -94,11 +118,15 @@ for index, kernel in enumerate(KERNELS):
 """
 
 
-def make_project(folder: Path, count: int) -> None:
+def make_project(folder: Path, count: int, backend: str) -> None:
     package = folder / "benchproj"
     package.mkdir(parents=True)
-    (package / "saxpy.c").write_text(KERNEL_C)
-    (package / "__init__.py").write_text(PACKAGE.replace("COUNT", str(count)))
+    if backend == "cuda":
+        (package / "saxpy.cu").write_text(KERNEL_CU)
+        (package / "__init__.py").write_text(PACKAGE_CUDA.replace("COUNT", str(count)))
+    else:
+        (package / "saxpy.c").write_text(KERNEL_C)
+        (package / "__init__.py").write_text(PACKAGE.replace("COUNT", str(count)))
     (package / "timing.py").write_text(TIMING)
     (folder / "tests").mkdir()
     (folder / "tests" / "test_kernels.py").write_text(TESTS)
@@ -106,7 +134,7 @@ def make_project(folder: Path, count: int) -> None:
     (folder / "conftest.py").write_text('"""Puts the project on sys.path."""\n')
 
 
-def run_once(folder: Path, cache: Path, command: str, code: Path) -> dict:
+def run_once(folder: Path, cache: Path, command: str, code: Path, backend: str) -> dict:
     """One process: its wall time, and each kernel's first and second call."""
     times = folder / "times.jsonl"
     times.unlink(missing_ok=True)
@@ -114,7 +142,8 @@ def run_once(folder: Path, cache: Path, command: str, code: Path) -> dict:
             if command == "pytest" else [sys.executable, "app.py"])
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env.update(PYTEST_R3_CACHE_DIR=str(cache), BENCH_TIMES=str(times),
-               PYTHONPATH=os.pathsep.join([str(code), str(folder)]))
+               PYTHONPATH=os.pathsep.join([str(code), str(folder)]),
+               **(CUDA_ENV if backend == "cuda" else {}))
     start = time.perf_counter()
     result = subprocess.run(args, cwd=folder, env=env, capture_output=True, text=True,
                             timeout=1800)
@@ -126,18 +155,18 @@ def run_once(folder: Path, cache: Path, command: str, code: Path) -> dict:
             "overheads": [first - second for first, second in calls]}
 
 
-def measure(count: int, repeats: int, code: Path) -> dict:
+def measure(count: int, repeats: int, code: Path, backend: str) -> dict:
     figures: dict = {}
     with tempfile.TemporaryDirectory(prefix="bench-compile-cache-") as scratch:
         folder = Path(scratch) / "project"
-        make_project(folder, count)
+        make_project(folder, count, backend)
         cache = Path(scratch) / "cache"
         for command in ("pytest", "python"):
             cold, warm = [], []
             for _ in range(repeats):  # cold and warm take turns: a busy spell hits both
                 shutil.rmtree(cache, ignore_errors=True)
-                cold.append(run_once(folder, cache, command, code))
-                warm.append(run_once(folder, cache, command, code))
+                cold.append(run_once(folder, cache, command, code, backend))
+                warm.append(run_once(folder, cache, command, code, backend))
             figures[command] = {"cold": cold, "warm": warm}
     return figures
 
@@ -148,14 +177,16 @@ def median_of(runs: list[dict], key: str) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--kernels", type=int, nargs="+", default=[10, 40, 100])
+    parser.add_argument("--kernels", type=int, nargs="*", default=[10, 40, 100])
+    parser.add_argument("--cuda-kernels", type=int, nargs="*", default=[10, 40],
+                        help="CUDA kernels (emulated) per project; none to skip")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     print(f"compiled-code cache, {args.repeats} cold/warm pairs per figure (medians); "
           "'kernels' is the sum of each kernel's first call")
-    header = (f"{'kernels':>7} {'process':>7} | {'cold wall':>9} {'kernels':>8} {'share':>6} | "
-              f"{'warm wall':>9} {'kernels':>8} {'share':>6} | {'saved':>7} | "
-              f"{'warm ms/kernel':>14}")
+    header = (f"{'backend':>8} {'kernels':>7} {'process':>7} | {'cold wall':>9} "
+              f"{'kernels':>8} {'share':>6} | {'warm wall':>9} {'kernels':>8} {'share':>6} | "
+              f"{'saved':>7} | {'warm ms/kernel':>14}")
     print(header)
     print("-" * len(header))
     worst = 0.0
@@ -174,18 +205,21 @@ def main() -> None:
 def report(args: argparse.Namespace, code: Path) -> float:
     """Measure and print each row; the worst median warm overhead per kernel (ms)."""
     worst = 0.0
-    for count in args.kernels:
-        figures = measure(count, args.repeats, code)
+    rows = [("cpu", count) for count in args.kernels] + \
+        [("cuda", count) for count in args.cuda_kernels]
+    for backend, count in rows:
+        figures = measure(count, args.repeats, code, backend)
+        label = "cuda-emu" if backend == "cuda" else backend
         for command in ("pytest", "python"):
             cold, warm = figures[command]["cold"], figures[command]["warm"]
             cold_wall, cold_k = median_of(cold, "wall"), median_of(cold, "kernels")
             warm_wall, warm_k = median_of(warm, "wall"), median_of(warm, "kernels")
             overhead = statistics.median(o for run in warm for o in run["overheads"]) * 1e3
             worst = max(worst, overhead)
-            print(f"{count:>7} {command:>7} | {cold_wall:>8.2f}s {cold_k:>7.2f}s "
+            print(f"{label:>8} {count:>7} {command:>7} | {cold_wall:>8.2f}s {cold_k:>7.2f}s "
                   f"{cold_k / cold_wall:>6.0%} | {warm_wall:>8.2f}s {warm_k:>7.2f}s "
                   f"{warm_k / warm_wall:>6.0%} | {cold_wall - warm_wall:>6.2f}s | "
-                  f"{overhead:>14.2f}")
+                  f"{overhead:>14.2f}", flush=True)
     return worst
 
 

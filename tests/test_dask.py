@@ -521,6 +521,47 @@ def test_headers_go_to_workers_that_cannot_see_them(tmp_path: Path, cluster):
     assert (Path(folder) / "factor.h").read_bytes() == b"#define FACTOR 3.0f\n"
 
 
+def test_workers_read_their_baseline_from_the_submitters_compiled_code_cache(tmp_path: Path,
+                                                                          cluster, monkeypatch):
+    import numpy as np
+
+    import pytest_r3 as r3
+    from pytest_r3.backends import compile_cache
+    from pytest_r3.record.store import capture
+
+    client = cluster.client()  # its workers are started (or were) with another cache folder
+    monkeypatch.setenv(compile_cache.DIR_ENV, str(tmp_path / "submitters-cache"))
+    (tmp_path / "cc_scale.c").write_text(
+        "void cc_scale(long n, const float *x, float *y)\n"
+        "{\n    for (long i = 0; i < n; ++i)\n        y[i] = 5.0f * x[i];\n}\n")
+    kernel = r3.kernel(tmp_path / "cc_scale.c", entry="cc_scale", name="dask_cc_scale")
+    launcher = kernel.build()  # as a plain call: the baseline enters this process's cache
+    args = (4096, np.arange(4096, dtype=np.float32), np.zeros(4096, dtype=np.float32))
+    _, recording = capture(kernel, args, lambda: launcher(*args), "t.py::test_cc_scale")
+    store = RecordingStore(tmp_path / "recordings")
+    keys = store.save(kernel.name, [recording], cap_bytes=1 << 26)["kept"]
+    ours = compile_cache.CompileCache(compile_cache.configured_dir())
+    entries = ours.info()["entries"]
+    theirs = set(client.run(lambda: os.environ.get(compile_cache.DIR_ENV)).values())
+    assert str(ours.root) not in theirs  # the workers' environment names another folder
+
+    job = DaskPool(cluster, KernelSpec.from_kernel(kernel), store.root, keys, FAST).job
+    assert job["compile_cache"] == str(ours.root)
+
+    def hits(case: str, folder: str) -> int:
+        started = client.submit(dask_worker.start_server,
+                                {**job, "key": f"{job['key']}-{case}", "compile_cache": folder},
+                                pure=False).result()
+        client.run(dask_worker.release, f"{job['key']}-{case}")
+        return started["compile_cache_hits"]
+
+    assert hits("shared", str(ours.root)) == 1  # the baseline's object code, read
+    # a folder the worker cannot see: its own cache, which does not hold this kernel
+    assert hits("elsewhere", str(tmp_path / "not-on-this-worker")) == 0
+    assert hits("off", "off") == 0  # PYTEST_R3_CACHE=off where the run was started
+    assert ours.info()["entries"] == entries  # workers read, never write
+
+
 # -- the LLM outer loop ------------------------------------------------------------------------
 def test_the_rewrite_loop_evaluates_on_dask(mm_project: Path):  # noqa: F811
     """The model's answers (a broken one, a malicious one, a wrong one, a good one) are

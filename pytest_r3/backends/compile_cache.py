@@ -352,16 +352,17 @@ def check_owner(root: Path) -> None:
 _caches: dict[tuple[str | None, ...], CompileCache] = {}
 
 
-def open_cache(warn: bool = True) -> CompileCache | None:
-    """The cache the environment chooses now, or None when it is off or unusable (said once
-    in a warning when ``warn``)."""
+def open_cache(warn: bool = True, folder: str | None = None) -> CompileCache | None:
+    """The cache the environment chooses now (or the one in ``folder``), or None when it is
+    off or unusable (said once in a warning when ``warn``)."""
     if not enabled():
         return None
     environ = os.environ
-    chosen = tuple(environ.get(name) for name in (DIR_ENV, SIZE_ENV, "XDG_CACHE_HOME", "HOME"))
+    chosen = (folder, *(environ.get(name)
+                        for name in (DIR_ENV, SIZE_ENV, "XDG_CACHE_HOME", "HOME")))
     cache = _caches.get(chosen)
     if cache is None:
-        root = configured_dir()
+        root = Path(folder) if folder else configured_dir()
         size_text = os.environ.get(SIZE_ENV, "").strip()
         max_bytes = parse_size(size_text) if size_text else DEFAULT_SIZE
         cache = _caches[chosen] = CompileCache(root, max_bytes)
@@ -373,8 +374,18 @@ def open_cache(warn: bool = True) -> CompileCache | None:
     return cache if cache.usable else None
 
 
+def folder_for_workers() -> str:
+    """What a replay worker on another machine is told to read (see :func:`trusted_build`):
+    this process's cache folder, or ``"off"`` when the cache is off here."""
+    return str(configured_dir()) if enabled() else "off"
+
+
 # -- who may use it ---------------------------------------------------------------------------
-_scope: ContextVar[str | None] = ContextVar("pytest_r3_compile_cache", default=None)
+# (mode, folder): "write" or "read", and a folder chosen by the submitter (None: the
+# environment's); None outside a trusted build
+_scope: ContextVar[tuple[str, str | None] | None] = ContextVar("pytest_r3_compile_cache",
+                                                               default=None)
+_hits = 0
 
 
 @dataclass(frozen=True)
@@ -385,18 +396,35 @@ class Access:
     writable: bool
 
     def get(self, name: str) -> Entry | None:
-        return self.cache.get(name, repair=self.writable)
+        global _hits
+        entry = self.cache.get(name, repair=self.writable)
+        if entry is not None:
+            _hits += 1
+        return entry
 
     def put(self, name: str, payload: bytes, meta: dict | None = None) -> None:
         if self.writable:
             self.cache.put(name, payload, meta)
 
 
+def hits() -> int:
+    """How many entries this process has read from the cache (a replay worker reports it)."""
+    return _hits
+
+
 @contextmanager
-def trusted_build(write: bool = True) -> Iterator[None]:
+def trusted_build(write: bool = True, folder: str | None = None) -> Iterator[None]:
     """Let the builds inside use the cache: pytest-r3's own compile path for a declared
-    kernel's source. ``write=False`` reads only (a replay worker's baseline)."""
-    token = _scope.set("write" if write else "read")
+    kernel's source. ``write=False`` reads only (a replay worker's baseline). ``folder`` is
+    the submitter's (a Dask worker's replay worker reads the cache of the process that
+    started the run): used when this machine sees it, else the environment's cache is;
+    ``"off"``: none."""
+    if folder == "off":
+        with untrusted_build():
+            yield
+        return
+    chosen = folder if folder and os.path.isdir(folder) else None
+    token = _scope.set(("write" if write else "read", chosen))
     try:
         yield
     finally:
@@ -415,8 +443,9 @@ def untrusted_build() -> Iterator[None]:
 
 def current() -> Access | None:
     """The cache the build in progress may use, or None (outside trusted_build, or off)."""
-    mode = _scope.get()
-    if mode is None:
+    scope = _scope.get()
+    if scope is None:
         return None
-    cache = open_cache(warn=mode == "write")
+    mode, folder = scope
+    cache = open_cache(warn=mode == "write", folder=folder)
     return None if cache is None else Access(cache, mode == "write")

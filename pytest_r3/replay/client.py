@@ -46,6 +46,7 @@ class ReplayServer:
         log_path: str | Path | None = None,
         reference: Judge | None = None,
         work: Callable[[Mapping[str, object]], Mapping[str, float]] | None = None,
+        compile_cache: str | None = None,
     ) -> None:
         self.spec = spec
         self.recordings_root = str(recordings_root)
@@ -59,6 +60,10 @@ class ReplayServer:
         self.judge = reference  # shared by the servers of one kernel: learnt once
         self.work = work  # the kernel's work=: bytes a timed case moves, for speed of light
         self.device_facts: DeviceFacts | None = None  # a GPU's, read before candidates ran
+        # the compiled-code cache folder the worker reads its baseline from (None: the one
+        # its environment names; see compile_cache.trusted_build), and what it read there
+        self.compile_cache = compile_cache
+        self.compile_cache_hits = 0
         self.restarts = 0
         self.consecutive_crashes = 0
         self.containment = ""
@@ -122,8 +127,11 @@ class ReplayServer:
         self.worker.spawn()
         _, data, _ = self._ask("load", {"spec": self.spec.as_dict(),
                                         "settings": asdict(self.settings),
-                                        "ir": self.compiler.baseline_ir}, self.load_timeout)
+                                        "ir": self.compiler.baseline_ir,
+                                        "compile_cache": self.compile_cache},
+                               self.load_timeout)
         self.device_facts = DeviceFacts.from_dict(data.get("device"))
+        self.compile_cache_hits = int(data.get("compile_cache_hits", 0))
 
     def _send_cases(self, cases: list[Case]) -> None:
         arrays = {f"{index}.{number}": slot.values for index, case in enumerate(cases)

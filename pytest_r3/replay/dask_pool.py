@@ -21,6 +21,7 @@ from dataclasses import asdict
 from pathlib import Path
 from types import SimpleNamespace
 
+from ..backends import compile_cache
 from ..errors import R3Error
 from . import dask_worker, protocol
 from .client import ReplayError
@@ -174,7 +175,9 @@ class DaskPool:
         return {"key": self.key, "spec": self.spec.as_dict(), "settings": asdict(self.settings),
                 "digest": self.digest, "root": str(self.root), "manifest": self.manifest,
                 "keys": self.keys, "address_space": self.address_space,
-                "headers": self.headers}
+                "headers": self.headers,
+                # workers that see this folder read their baseline from it (never write)
+                "compile_cache": compile_cache.folder_for_workers()}
 
     # -- starting -----------------------------------------------------------------------------
     def start(self) -> DaskPool:

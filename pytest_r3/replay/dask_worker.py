@@ -182,7 +182,8 @@ def _checkout(job: dict, fresh: bool = False) -> ReplayServer:
     logs.mkdir(parents=True, exist_ok=True)
     server = ReplayServer(kernel, folder, job["keys"], ReplaySettings.from_dict(job["settings"]),
                           address_space=job["address_space"],
-                          log_path=logs / f"{kernel.name}.log", reference=judge).start()
+                          log_path=logs / f"{kernel.name}.log", reference=judge,
+                          compile_cache=job.get("compile_cache")).start()
     with _lock:
         _judges.setdefault(key, server.judge)
     return server
@@ -199,7 +200,8 @@ def start_server(job: dict) -> dict:
     kernel (see DaskPool.job)."""
     server = _checkout(job)
     _checkin(job["key"], server)
-    return {"containment": server.containment, "worker": _worker().address}
+    return {"containment": server.containment, "worker": _worker().address,
+            "compile_cache_hits": server.compile_cache_hits}
 
 
 def evaluate(job: dict, candidate: dict) -> dict:

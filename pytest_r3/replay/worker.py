@@ -44,6 +44,7 @@ class Worker:
         protocol.send(self.connection, event, data, protocol.WORKER_EVENTS, arrays)
 
     def on_load(self, data: dict, arrays: dict) -> None:
+        from ..backends import compile_cache
         from ..backends.compile_cache import trusted_build
         from .protocol import KernelSpec, ReplaySettings
         from .runner import Runner
@@ -54,11 +55,13 @@ class Worker:
         # a contained launcher loads the variant it forwards calls to in the baseline's place.
         # Before any candidate has run here, the baseline may come from the compiled-code
         # cache (an entry is named by the hash of its IR); a worker never writes it.
-        with trusted_build(write=False):
+        with trusted_build(write=False, folder=data.get("compile_cache")):
             self.runner.build("baseline", data["ir"], data.get("pipeline", spec.pipeline),
                               data.get("tunables", spec.default_macros))
-        self.send("loaded", {} if self.runner.device_facts is None
-                  else {"device": self.runner.device_facts})
+        loaded: dict = {"compile_cache_hits": compile_cache.hits()}
+        if self.runner.device_facts is not None:
+            loaded["device"] = self.runner.device_facts
+        self.send("loaded", loaded)
 
     def on_cases(self, data: dict, arrays: dict) -> None:
         self.runner.set_cases(data["layout"], arrays)
