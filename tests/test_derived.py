@@ -125,8 +125,9 @@ def test_an_empty_launch_alone_derives_nothing_from_nothing():
     scalars_only = [p for p in AXPY if not p["is_pointer"]]
     derived = plan([Planned("no buffers", {"n": 3, "a": 2.0}, [])], scalars_only,
                    np.random.default_rng(0))
-    assert [d.label for d in derived] == ["no buffers with its float scalars negated "
-                                          f"(a={derived[0].scalars['a']!r})"]
+    assert [d.label for d in derived] == [
+        f"no buffers with its float scalars negated (a={derived[0].scalars['a']!r})",
+        "no buffers with the float scalar a NaN", "no buffers with the float scalar a infinite"]
 
 
 def test_no_size_above_the_recordings_where_an_extent_is_unknown():
@@ -184,7 +185,7 @@ def test_integer_data_is_drawn_over_its_range_but_indices_keep_theirs():
 
 def test_each_input_and_output_of_one_shape_are_tried_in_place_beside_a_twin():
     derived = plan([_axpy(37)], AXPY, np.random.default_rng(0))
-    in_place, = [d for d in derived if d.in_place]
+    in_place, = [d for d in derived if d.in_place and not d.offset]
     assert in_place.in_place == ("x", "y") and in_place.twin.origin == "twin"
     shared, = in_place.slots
     assert shared.params == ["y", "x"] and shared.written
@@ -194,6 +195,36 @@ def test_each_input_and_output_of_one_shape_are_tried_in_place_beside_a_twin():
     assert not np.array_equal(x.values, _axpy(37).slots[0].values)  # perturbed
     assert not [d for d in plan([_axpy(37)], AXPY, np.random.default_rng(0), no_alias=True)
                 if d.in_place or d.origin == "twin"]
+
+
+def test_in_place_calls_at_offsets_are_two_views_of_one_buffer_beside_a_twin():
+    """x and y as views of one buffer, y starting 1 (then a drawn 2..16) elements before x,
+    then after it: the twin holds exactly what each view holds, apart."""
+    derived = plan([_axpy(37)], AXPY, np.random.default_rng(0))
+    shifted = [d for d in derived if d.offset]
+    assert {d.offset for d in shifted} >= {1} and len(shifted) == 4
+    for case in shifted:
+        shared, = case.slots
+        assert shared.values.size == 37 + case.offset
+        x, y = case.twin.slots
+        for name, apart in (("x", x), ("y", y)):
+            assert np.array_equal(shared.view_of(shared.values, name), apart.values)
+        assert sorted(offset for offset, _ in shared.views.values()) == [0, case.offset]
+
+
+def test_special_values_and_sizes_below_one_are_derived():
+    """NaN and infinite float scalars, zeros beside infinities (then NaNs) in the float
+    inputs, a negative and a zero size: each marked so the judge keeps a special-value
+    case only where the baseline propagates it."""
+    derived = plan([_axpy(37)], AXPY, np.random.default_rng(0))
+    nan, inf = (_labelled(derived, f"scalar a {word}")[0] for word in ("NaN", "infinite"))
+    assert np.isnan(nan.scalars["a"]) and np.isinf(inf.scalars["a"]) and nan.specials
+    data = _labelled(derived, "zeros and infinities")[0]
+    x = data.slots[0].values
+    assert data.specials and np.isinf(x).sum() == 2 and (x == 0).sum() >= 1
+    assert np.isnan(_labelled(derived, "zeros and NaNs")[0].slots[0].values).sum() == 2
+    assert _labelled(derived, "negative size")[0].scalars["n"] == -37
+    assert _labelled(derived, "size zero")[0].scalars["n"] == 0
 
 
 SHIFT = "void shift(long n, const float *src, float *dst)\n" \

@@ -138,10 +138,10 @@ def test_a_rewrite_that_knows_when_it_is_judged_leaves_no_patch_and_no_lock(tmp_
         assert (judged["status"], judged["details"]["kind"]) == ("wrong_output",
                                                                  "timed_output"), judged
         assert "production layout" in judged["diagnostics"][0]
-    else:  # timed as it runs in production: far slower than the baseline, or, on a machine
-        # too loaded to measure, too_busy: no figure, never kept
-        assert judged["status"] in ("ok", "too_busy"), judged
-        assert judged["status"] == "too_busy" or judged["timing"]["speedup"] < 1, judged
+    else:  # timed as it runs in production: far slower than the baseline, or (its long
+        # launches losing the CPU on a busy machine) no figure at all; never a speedup
+        assert judged["status"] == "too_busy" or (
+            judged["status"] == "ok" and judged["timing"]["speedup"] < 1), judged["timing"]
     assert "tuned (source rewrite)" not in result.stdout, result.stdout
     assert not (root / ".r3" / "patches" / "mm.patch").exists()
     lock = root / "r3.lock"

@@ -161,7 +161,7 @@ class ReplayServer:
                 judge.learn(case, self._runner("baseline", self.load_timeout))
                 kept.append(case)
                 continue
-            except ReferenceError as exc:
+            except (ReferenceError, Rejected) as exc:  # Rejected: arguments it refuses
                 if case.origin == "recorded":
                     raise ReplayError(f"kernel {self.spec.name!r}: {exc}") from None
                 reason = str(exc)
@@ -231,8 +231,10 @@ class ReplayServer:
             result = self._evaluate(candidate)
         except Rejected as rejected:
             result = rejected.result()
-            if rejected.status == protocol.CRASH:  # a reply the judge could not accept: the
-                self.worker.kill()                # worker is not to be trusted any more
+            # a reply the judge could not accept, or a write past a buffer (on a production
+            # layout, into the allocator's own bytes): the worker is not to be trusted
+            if rejected.status == protocol.CRASH or rejected.kind == "out_of_bounds":
+                self.worker.kill()
                 self._restart(candidate, result)
         except WorkerDied as died:
             result = died.result

@@ -22,6 +22,8 @@ them, so there is nothing to keep). A rewrite must then do what the baseline doe
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from . import verify
@@ -82,7 +84,12 @@ def _special_data(case, rng: np.random.Generator) -> list[Derived]:
 
 
 def _sizes_below_one(case, params: list[dict], sizes: set[str]) -> list[Derived]:
-    """Each signed size argument negated (the buffers as recorded), then every size 0."""
+    """Each signed size argument negated (the buffers as recorded), then every size 0;
+    not the arguments of C array bounds (``float C[ni][nj]``), whose buffers must match
+    them."""
+    bounded = {word for p in params for bound in p.get("dims") or ()
+               for word in re.findall(r"[A-Za-z_]\w*", str(bound))}
+    sizes = {name for name in sizes if name not in bounded}
     signed = [p["name"] for p in params if p["name"] in sizes
               and np.dtype(p["dtype"]).kind == "i" and int(case.scalars[p["name"]]) > 0]
     found = [Derived(f"{case.label} at a negative size ({name}={-int(case.scalars[name])})",
