@@ -53,8 +53,15 @@ def cases() -> list:
 
 
 def library_folder(folder: Path) -> Path:
-    """A folder holding pytest-r3's declarations of the host libraries the toolkit lacks."""
-    toolkit = Path(toolchain.find_tool("nvcc")).resolve().parent.parent / "include"
+    """A folder holding pytest-r3's declarations of the host libraries the toolkit lacks.
+
+    The toolkit is the one nvcc belongs to, found as the device build finds it (an nvcc on
+    PATH may be a wrapper script outside the toolkit: its parent folder is not the
+    toolkit's, and taking it for one gave matrixMul.cu pytest-r3's cuda_profiler_api.h,
+    which nvcc cannot compile)."""
+    found = toolchain.find_toolkit()
+    nvcc = Path(toolchain.find_tool("nvcc")).resolve()
+    toolkit = found.include if found else nvcc.parent.parent / "include"
     for name in LIBRARY_HEADERS:
         if not (toolkit / name).exists():
             (folder / name).write_text((toolchain.HOST_ONLY_HEADERS / name).read_text())

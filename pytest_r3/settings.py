@@ -117,6 +117,10 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     Option("r3_hip_emulation", "run HIP kernels on the CPU with 64-lane wavefronts: auto "
            "(when no AMD GPU is usable), on or off; sets PYTEST_R3_HIP_EMULATION for the run "
            "and its replay workers", "auto", str, metavar="auto|on|off"),
+    Option("r3_cuda_headers", "headers of the CUDA device build: auto (an installed CUDA "
+           "toolkit's beside pytest-r3's, for CUB and the full cooperative groups; else "
+           "pytest-r3's alone), toolkit or bundled; sets PYTEST_R3_CUDA_HEADERS for the run "
+           "and its replay workers", "auto", str, metavar="auto|toolkit|bundled"),
     Option("r3_cuda_racecheck", "in CUDA emulation, fail a launch whose threads race on "
            "shared memory (no __syncthreads between two accesses, one a write); several "
            "times slower; sets PYTEST_R3_CUDA_RACECHECK", False, _flag, is_flag=True),

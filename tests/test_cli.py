@@ -381,6 +381,28 @@ def test_build_of_a_cuda_variant_prints_ptxas_figures_beside_nvcc(example):
         assert shared.split()[4] == str(2 * 32 * 32 * 4)
 
 
+@pytest.mark.parametrize("headers", ["bundled", "auto"])
+def test_build_of_a_cuda_kernel_says_which_headers_it_used(example, monkeypatch, headers):
+    """PYTEST_R3_CUDA_HEADERS chooses, as it does for pytest; the output names the choice."""
+    from pytest_r3.backends.cuda import CUDABackend, toolchain
+
+    monkeypatch.setenv(toolchain.HEADERS_ENV, headers)
+    expected = CUDABackend("sm_90").headers()  # a toolkit's where one is installed (auto)
+    env = {**environment_without_pytest(), toolchain.HEADERS_ENV: headers}
+
+    def build_with(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*cli(), "build", "saxpy", "--target", "sm_90", *args],
+                              cwd=example, capture_output=True, text=True, timeout=120, env=env)
+
+    result = build_with()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"  headers: {expected}" in result.stdout.splitlines()
+    data = json.loads(build_with("--json").stdout)
+    assert data["headers"] == expected
+    assert data["headers"].startswith("bundled" if headers == "bundled" or
+                                      toolchain.find_toolkit() is None else "CUDA ")
+
+
 def test_build_failures_exit_1_and_usage_errors_exit_2(example, tmp_path):
     broken = tmp_path / "broken.cu"
     broken.write_text('extern "C" __global__ void saxpy(int n, float *y) { y[0] = q; }\n')

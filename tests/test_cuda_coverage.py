@@ -37,6 +37,13 @@ def backend():
     return CUDABackend("sm_90")
 
 
+@pytest.fixture(scope="module")
+def bundled():
+    """The device build with pytest-r3's own headers alone, as where no CUDA toolkit is
+    installed (what a toolkit adds is checked in test_cuda_toolkit_headers.py)."""
+    return CUDABackend("sm_90", headers="bundled")
+
+
 def suite_source(name: str) -> KernelSource:
     path = SUITE / name
     return KernelSource(path.read_text(), str(path), path, (str(path.parent),))
@@ -127,6 +134,30 @@ __global__ void k(const float *x, float *y, int n) {
     assert re.search(r"ld\.global\.nc\.\w+", ptx)  # no __restrict__ needed
     assert "sin.approx.f32" in ptx and "lg2.approx.f32" in ptx
     assert "div.approx.f32" in ptx and "cvt.sat.f32.f32" in ptx
+
+
+@pytest.mark.parametrize("libdevice", ["installed", "0"])
+def test_math_of_float_arguments_stays_in_float(monkeypatch, libdevice):
+    """CUDA's C++ overloads: fma(float, float, float) is fmaf, as under nvcc; promoted to the
+    double functions, it cost llm.c's adamw_kernel2 7 registers and FP64 arithmetic."""
+    if libdevice == "0":
+        monkeypatch.setenv(cuda_tools.LIBDEVICE_ENV, "0")
+    cuda_tools.find_libdevice.cache_clear()
+    try:
+        source = inline("""
+__global__ void k(const float *x, float *y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float a = x[i], b = x[n + i];
+  if (i < n) y[i] = fma(a, b, a) + sqrt(a) + fabs(b) + floor(a) + fmin(a, b) + fmax(a, b)
+                    + copysign(a, b) + ldexp(a, 2) + exp(a) + log(b) + sin(a) + pow(a, b)
+                    + tanh(b);
+}""")
+        ptx = build(CUDABackend("sm_90"), source, "k").ptx
+    finally:
+        cuda_tools.find_libdevice.cache_clear()
+    # no float promoted to double (libdevice's sinf has double arithmetic of its own)
+    assert "cvt.f64.f32" not in ptx and "fma.rn.f64" not in ptx and "sqrt.rn.f64" not in ptx
+    assert "fma.rn.f32" in ptx and "sqrt.rn.f32" in ptx
 
 
 def test_vector_ldg_is_one_wide_read_only_load(backend):
@@ -390,10 +421,10 @@ UNSUPPORTED = {
 
 
 @pytest.mark.parametrize("case", UNSUPPORTED)
-def test_what_is_not_provided_gets_one_line(backend, case):
+def test_what_is_not_provided_gets_one_line(bundled, case):
     text, expected = UNSUPPORTED[case]
     with pytest.raises(CompileError) as caught:
-        backend.compile(inline(text, "/work/kernels/k.cu"), {})
+        bundled.compile(inline(text, "/work/kernels/k.cu"), {})
     message = str(caught.value)
     assert expected in message
     assert message.startswith("/work/kernels/k.cu:")
@@ -402,12 +433,12 @@ def test_what_is_not_provided_gets_one_line(backend, case):
     assert caught.value.diagnostics  # clang's own words stay available
 
 
-def test_a_rewrite_reaching_for_a_missing_library_gets_the_same_line(backend):
+def test_a_rewrite_reaching_for_a_missing_library_gets_the_same_line(bundled):
     """Candidates' diagnostics name their file by base name only; so does the one line."""
     original = inline("__global__ void k(float *x) { x[0] = 1.0f; }", "/work/kernels/k.cu")
     rewrite = original.candidate("#include <cub/cub.cuh>\n" + original.text)
     with pytest.raises(CompileError) as caught:
-        backend.compile(rewrite, {})
+        bundled.compile(rewrite, {})
     assert str(caught.value).startswith("k.cu:1: CUB (<cub/cub.cuh>) is not supported")
     assert "/work/kernels" not in str(caught.value) + caught.value.diagnostics
 

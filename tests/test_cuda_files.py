@@ -17,7 +17,7 @@ import pytest
 import pytest_r3 as r3
 from pytest_r3 import Pipeline
 from pytest_r3.backends import forget_backend
-from pytest_r3.backends.cuda import CUDABackend
+from pytest_r3.backends.cuda import CUDABackend, toolchain
 from pytest_r3.backends.cuda import emulation as cuda_emulation
 from pytest_r3.errors import CompileError
 
@@ -145,7 +145,11 @@ def test_cooperative_groups_in_another_kernel_does_not_stop_this_one(tmp_path, e
     np.testing.assert_array_equal(x, np.arange(6, dtype=np.float32) + 1)
 
 
-def test_grid_wide_sync_itself_is_refused_in_one_line(tmp_path):
+@pytest.mark.parametrize("headers", ["bundled", "auto"])
+def test_grid_wide_sync_itself_is_refused_in_one_line(tmp_path, monkeypatch, headers):
+    # a toolkit's <cooperative_groups.h> declares this_grid (auto, where one is installed),
+    # but a grid-wide sync needs a cooperative launch, which pytest-r3 never makes
+    monkeypatch.setenv(toolchain.HEADERS_ENV, headers)
     path = write(tmp_path, "phases.cu", GRID_SYNC_BESIDE_A_PLAIN_KERNEL)
     with pytest.raises(CompileError) as error:
         ptx_of(path, "two_phases")
@@ -222,7 +226,9 @@ def tiles_reference(x: np.ndarray, k: np.ndarray, block: int):
     return sums, minima, maxima, neighbours, votes
 
 
-def test_tile_reductions_build_to_the_instructions_nvccs_groups_use(tmp_path):
+def test_tile_reductions_build_to_the_instructions_nvccs_groups_use(tmp_path, monkeypatch):
+    # pytest-r3's own groups (a toolkit's are checked in test_cuda_toolkit_headers.py)
+    monkeypatch.setenv(toolchain.HEADERS_ENV, "bundled")
     path = write(tmp_path, "tiles.cu", TILE_REDUCTIONS)
     ptx = ptx_of(path, "tiles", "sm_80")
     # butterflies: float sums over the tile (3 steps) and the warp (5), the int maximum

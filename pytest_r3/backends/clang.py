@@ -9,6 +9,7 @@ version because IR text is not compatible across major versions.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib.metadata
@@ -108,17 +109,23 @@ def _zig_arch() -> str:
     return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
 
 
-def _zig_system_flags(zig: Path) -> tuple[str, ...]:
-    """zig's own libc headers, read from what `zig cc` would pass to clang's cc1."""
+def _zig_cc1_args(zig: Path, driver: str, language: str) -> tuple[list[str], str]:
+    """The arguments `zig cc`/`zig c++` would pass to clang's cc1 (and zig's stderr)."""
     out = subprocess.run(
-        [str(zig), "cc", "-target", f"{_zig_arch()}-linux-gnu", "-###", "-x", "c", "-c",
+        [str(zig), driver, "-target", f"{_zig_arch()}-linux-gnu", "-###", "-x", language, "-c",
          os.devnull],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
-    args = shlex.split(out.stderr.strip().splitlines()[-1]) if out.stderr.strip() else []
+    return (shlex.split(out.stderr.strip().splitlines()[-1]) if out.stderr.strip() else []), \
+        out.stderr
+
+
+def _zig_system_flags(zig: Path) -> tuple[str, ...]:
+    """zig's own libc headers, read from what `zig cc` would pass to clang's cc1."""
+    args, stderr = _zig_cc1_args(zig, "cc", "c")
     flags = ["-nostdinc"]
     for option, value in zip(args, args[1:]):
         if option == "-isystem":
@@ -127,8 +134,27 @@ def _zig_system_flags(zig: Path) -> tuple[str, ...]:
             flags += [option, value]
     if len(flags) == 1:
         raise ToolchainError(
-            f"could not read zig's libc header paths from `{zig} cc -###`: {out.stderr[-500:]}"
+            f"could not read zig's libc header paths from `{zig} cc -###`: {stderr[-500:]}"
         )
+    return tuple(flags)
+
+
+@functools.lru_cache(maxsize=1)
+def cxx_library_flags() -> tuple[str, ...]:
+    """The C++ standard library headers of the ziglang wheel (libc++) with the configuration
+    `zig c++` gives them, as ``-I``/``-D`` flags; empty without the wheel. Only the CUDA
+    device build against a toolkit's headers uses them: CCCL needs a C++ library."""
+    try:
+        zig = _zig_dir() / "zig"
+    except ToolchainError:
+        return ()
+    args, _ = _zig_cc1_args(zig, "c++", "c++")
+    flags: list[str] = []
+    for option, value in zip(args, args[1:]):
+        if option == "-isystem" and "libcxx" in Path(value).parts[-2]:
+            flags += ["-I", os.path.abspath(value)]
+        elif option == "-D" and value.startswith(("_LIBCPP", "_LIBCXXABI")):
+            flags += ["-D", value]
     return tuple(flags)
 
 
@@ -380,8 +406,9 @@ def _compile_for_cache(disk: compile_cache.Access, key: str, args: list[str], te
         ir = _compile([*args[:-3], "-MD", "-MF", listing, *args[-3:]], text, filename)
         with open(listing) as stream:
             headers = _dependency_paths(stream.read())
-    finally:
-        os.unlink(listing)
+    finally:  # clang removes it itself after a fatal error (a header not found)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(listing)
     own = [str(Path(clang.command[0]).resolve().parent)] if clang.origin == "ziglang wheel" \
         else []
     hashes = compile_cache.file_hashes(

@@ -133,6 +133,22 @@ __R3_DEVICE unsigned int __match_any_sync(unsigned int mask, long long v) {
   return __nvvm_match_any_sync_i64(mask, v); }
 __R3_DEVICE unsigned int __match_any_sync(unsigned int mask, unsigned long long v) {
   return __nvvm_match_any_sync_i64(mask, (long long)v); }
+#define __R3_MATCH_ALL(type, builtin, cast)                                                 \
+  __R3_DEVICE unsigned int __match_all_sync(unsigned int mask, type v, int *pred) {        \
+    return builtin(mask, (cast)v, pred); }
+__R3_MATCH_ALL(int, __nvvm_match_all_sync_i32p, int)
+__R3_MATCH_ALL(unsigned int, __nvvm_match_all_sync_i32p, int)
+__R3_MATCH_ALL(long long, __nvvm_match_all_sync_i64p, long long)
+__R3_MATCH_ALL(unsigned long long, __nvvm_match_all_sync_i64p, long long)
+#undef __R3_MATCH_ALL
+/* named barriers (bar.sync id[, count]); __fns: the n-th set bit of a mask from a base lane */
+__R3_DEVICE void __barrier_sync(unsigned int id) { __nvvm_barrier_sync(id); }
+__R3_DEVICE void __barrier_sync_count(unsigned int id, unsigned int count) {
+  __nvvm_barrier_sync_cnt(id, count); }
+__R3_DEVICE unsigned int __fns(unsigned int mask, unsigned int base, int offset) {
+  unsigned int lane;
+  asm("fns.b32 %0, %1, %2, %3;" : "=r"(lane) : "r"(mask), "r"(base), "r"(offset));
+  return lane; }
 #if __CUDA_ARCH__ >= 800
 __R3_DEVICE int __reduce_add_sync(unsigned int mask, int v) {
   return __nvvm_redux_sync_add(v, mask); }
@@ -337,6 +353,22 @@ __R3_DEVICE long clock() { return (long)__nvvm_read_ptx_sreg_clock(); }
 __R3_DEVICE void __nanosleep(unsigned int ns) { __nvvm_nanosleep(ns); }
 #endif
 
+/* address spaces: generic pointers to and from a space's own addresses (cvta), and tests */
+#define __R3_CVTA(space, number)                                                           \
+  __R3_DEVICE size_t __cvta_generic_to_##space(const void *p) {                            \
+    return (size_t)(__attribute__((address_space(number))) const char *)p; }               \
+  __R3_DEVICE void *__cvta_##space##_to_generic(size_t a) {                                \
+    return (void *)(__attribute__((address_space(number))) char *)a; }
+__R3_CVTA(global, 1)
+__R3_CVTA(shared, 3)
+__R3_CVTA(constant, 4)
+__R3_CVTA(local, 5)
+#undef __R3_CVTA
+__R3_DEVICE unsigned int __isGlobal(const void *p) { return __nvvm_isspacep_global(p); }
+__R3_DEVICE unsigned int __isShared(const void *p) { return __nvvm_isspacep_shared(p); }
+__R3_DEVICE unsigned int __isConstant(const void *p) { return __nvvm_isspacep_const(p); }
+__R3_DEVICE unsigned int __isLocal(const void *p) { return __nvvm_isspacep_local(p); }
+
 /* reinterpreting bits */
 __R3_DEVICE int __float_as_int(float x) { return __builtin_bit_cast(int, x); }
 __R3_DEVICE unsigned int __float_as_uint(float x) { return __builtin_bit_cast(unsigned int, x); }
@@ -390,18 +422,9 @@ __R3_DEVICE unsigned int __usad(unsigned int a, unsigned int b, unsigned int c) 
   return c + (a > b ? a - b : b - a); }
 
 /* min, max, abs: CUDA's overloads, mixed signed/unsigned pairs giving the unsigned type */
-#define __R3_MINMAX(result, a_type, b_type)                                                \
-  __R3_DEVICE result min(a_type a, b_type b) {                                             \
-    return (result)a < (result)b ? (result)a : (result)b; }                                \
-  __R3_DEVICE result max(a_type a, b_type b) {                                             \
-    return (result)a > (result)b ? (result)a : (result)b; }
-#define __R3_MINMAX_SIGNS(s, u)                                                            \
-  __R3_MINMAX(s, s, s) __R3_MINMAX(u, u, u) __R3_MINMAX(u, s, u) __R3_MINMAX(u, u, s)
-__R3_MINMAX_SIGNS(int, unsigned int)
-__R3_MINMAX_SIGNS(long, unsigned long)
-__R3_MINMAX_SIGNS(long long, unsigned long long)
-#undef __R3_MINMAX_SIGNS
-#undef __R3_MINMAX
+#define __R3_FN __R3_DEVICE
+#include "r3_cuda_integer.h" /* integer min/max, shared with emulation */
+#undef __R3_FN
 __R3_DEVICE float min(float a, float b) { return __builtin_fminf(a, b); }
 __R3_DEVICE float max(float a, float b) { return __builtin_fmaxf(a, b); }
 __R3_DEVICE double min(double a, double b) { return __builtin_fmin(a, b); }
@@ -484,6 +507,7 @@ __R3_DEVICE float __saturatef(float x) { return __nvvm_saturate_f(x); }
 /* math, exact everywhere */
 #define __R3_EXACT(name, builtin)                                                          \
   __R3_DEVICE float name##f(float x) { return builtin##f(x); }                             \
+  __R3_DEVICE float name(float x) { return builtin##f(x); }                                \
   __R3_DEVICE double name(double x) { return builtin(x); }
 __R3_EXACT(fabs, __builtin_fabs)
 __R3_EXACT(floor, __builtin_floor)
@@ -531,6 +555,16 @@ __R3_DEVICE float ldexpf(float x, int e) { return __builtin_ldexpf(x, e); }
 __R3_DEVICE double ldexp(double x, int e) { return __builtin_ldexp(x, e); }
 __R3_DEVICE float scalbnf(float x, int e) { return __builtin_ldexpf(x, e); }
 __R3_DEVICE double scalbn(double x, int e) { return __builtin_ldexp(x, e); }
+/* CUDA's C++ overloads of float arguments (nvcc's headers have them without an include):
+ * fma(float, float, float) is fmaf, not the double fma with its arguments promoted */
+__R3_DEVICE float sqrt(float x) { return sqrtf(x); }
+__R3_DEVICE float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+__R3_DEVICE float fmin(float a, float b) { return __builtin_fminf(a, b); }
+__R3_DEVICE float fmax(float a, float b) { return __builtin_fmaxf(a, b); }
+__R3_DEVICE float fdim(float a, float b) { return fdimf(a, b); }
+__R3_DEVICE float copysign(float a, float b) { return __builtin_copysignf(a, b); }
+__R3_DEVICE float ldexp(float x, int e) { return __builtin_ldexpf(x, e); }
+__R3_DEVICE float scalbn(float x, int e) { return __builtin_ldexpf(x, e); }
 
 /* the fast intrinsics: the hardware's approximations, everywhere */
 #define __R3_LOG2E 1.4426950408889634f
@@ -558,11 +592,13 @@ __R3_DEVICE float __powf(float x, float y) {
   extern "C" __device__ float __nv_##name##f(float);                                       \
   extern "C" __device__ double __nv_##name(double);                                        \
   __R3_DEVICE float name##f(float x) { return __nv_##name##f(x); }                         \
+  __R3_DEVICE float name(float x) { return __nv_##name##f(x); }                            \
   __R3_DEVICE double name(double x) { return __nv_##name(x); }
 #define __R3_LIBDEVICE_2(name)                                                             \
   extern "C" __device__ float __nv_##name##f(float, float);                                \
   extern "C" __device__ double __nv_##name(double, double);                                \
   __R3_DEVICE float name##f(float x, float y) { return __nv_##name##f(x, y); }             \
+  __R3_DEVICE float name(float x, float y) { return __nv_##name##f(x, y); }                \
   __R3_DEVICE double name(double x, double y) { return __nv_##name(x, y); }
 __R3_LIBDEVICE_1(exp) __R3_LIBDEVICE_1(exp2) __R3_LIBDEVICE_1(exp10)
 __R3_LIBDEVICE_1(expm1) __R3_LIBDEVICE_1(log) __R3_LIBDEVICE_1(log2)
@@ -600,6 +636,10 @@ __R3_DEVICE float modff(float x, float *i) { return __nv_modff(x, i); }
 __R3_DEVICE double modf(double x, double *i) { return __nv_modf(x, i); }
 __R3_DEVICE int ilogbf(float x) { return __nv_ilogbf(x); }
 __R3_DEVICE int ilogb(double x) { return __nv_ilogb(x); }
+__R3_DEVICE void sincos(float x, float *s, float *c) { __nv_sincosf(x, s, c); }
+__R3_DEVICE float frexp(float x, int *e) { return __nv_frexpf(x, e); }
+__R3_DEVICE float modf(float x, float *i) { return __nv_modff(x, i); }
+__R3_DEVICE int ilogb(float x) { return __nv_ilogbf(x); }
 #else
 __R3_DEVICE float exp2f(float x) { return __nvvm_ex2_approx_f(x); }
 __R3_DEVICE float expf(float x) { return __expf(x); }
@@ -617,14 +657,23 @@ __R3_DEVICE float powf(float x, float y) { return __powf(x, y); }
 __R3_DEVICE float tanhf(float x) {
   float e = __nvvm_ex2_approx_f(-2.0f * __builtin_fabsf(x) * __R3_LOG2E);
   return __builtin_copysignf((1.0f - e) / (1.0f + e), x); }
+#define __R3_FLOAT_NAME(name) __R3_DEVICE float name(float x) { return name##f(x); }
+__R3_FLOAT_NAME(exp2) __R3_FLOAT_NAME(exp) __R3_FLOAT_NAME(exp10) __R3_FLOAT_NAME(log2)
+__R3_FLOAT_NAME(log) __R3_FLOAT_NAME(log10) __R3_FLOAT_NAME(sin) __R3_FLOAT_NAME(cos)
+__R3_FLOAT_NAME(tan) __R3_FLOAT_NAME(tanh)
+#undef __R3_FLOAT_NAME
+__R3_DEVICE float pow(float x, float y) { return powf(x, y); }
+__R3_DEVICE void sincos(float x, float *s, float *c) { sincosf(x, s, c); }
 #define __R3_NEEDS_LIBDEVICE(type, name, ...)                                              \
   __attribute__((unavailable(#name " needs CUDA's libdevice (libdevice.10.bc); "          \
                  "install the CUDA toolkit or set PYTEST_R3_LIBDEVICE to the file")))      \
   __device__ type name(__VA_ARGS__);
 #define __R3_NEEDS_LIBDEVICE_1(name)                                                       \
-  __R3_NEEDS_LIBDEVICE(float, name##f, float) __R3_NEEDS_LIBDEVICE(double, name, double)
+  __R3_NEEDS_LIBDEVICE(float, name##f, float) __R3_NEEDS_LIBDEVICE(float, name, float)     \
+  __R3_NEEDS_LIBDEVICE(double, name, double)
 #define __R3_NEEDS_LIBDEVICE_2(name)                                                       \
   __R3_NEEDS_LIBDEVICE(float, name##f, float, float)                                       \
+  __R3_NEEDS_LIBDEVICE(float, name, float, float)                                          \
   __R3_NEEDS_LIBDEVICE(double, name, double, double)
 __R3_NEEDS_LIBDEVICE(double, exp, double) __R3_NEEDS_LIBDEVICE(double, exp2, double)
 __R3_NEEDS_LIBDEVICE(double, exp10, double) __R3_NEEDS_LIBDEVICE(double, log, double)

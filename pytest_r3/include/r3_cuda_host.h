@@ -269,18 +269,9 @@ __R3_HOST float __uint_as_float(unsigned int x) { return __builtin_bit_cast(floa
 __R3_HOST long long __double_as_longlong(double x) { return __builtin_bit_cast(long long, x); }
 __R3_HOST double __longlong_as_double(long long x) { return __builtin_bit_cast(double, x); }
 /* min, max: CUDA's overloads, mixed signed/unsigned pairs giving the unsigned type */
-#define __R3_MINMAX(result, a_type, b_type)                                                \
-  __R3_HOST result min(a_type a, b_type b) {                                               \
-    return (result)a < (result)b ? (result)a : (result)b; }                                \
-  __R3_HOST result max(a_type a, b_type b) {                                               \
-    return (result)a > (result)b ? (result)a : (result)b; }
-#define __R3_MINMAX_SIGNS(s, u)                                                            \
-  __R3_MINMAX(s, s, s) __R3_MINMAX(u, u, u) __R3_MINMAX(u, s, u) __R3_MINMAX(u, u, s)
-__R3_MINMAX_SIGNS(int, unsigned int)
-__R3_MINMAX_SIGNS(long, unsigned long)
-__R3_MINMAX_SIGNS(long long, unsigned long long)
-#undef __R3_MINMAX_SIGNS
-#undef __R3_MINMAX
+#define __R3_FN __R3_HOST
+#include "r3_cuda_integer.h" /* integer min/max, shared with the device build */
+#undef __R3_FN
 __R3_HOST float min(float a, float b) { return fminf(a, b); }
 __R3_HOST float max(float a, float b) { return fmaxf(a, b); }
 __R3_HOST double min(double a, double b) { return fmin(a, b); }

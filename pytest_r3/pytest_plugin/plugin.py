@@ -287,3 +287,17 @@ def _choose_cuda_emulation(config: pytest.Config) -> None:
         if choices[value] is not None and os.environ.get(env) != choices[value]:
             os.environ[env] = choices[value]
             forget_backend(backend)
+    _choose_cuda_headers(config)
+
+
+def _choose_cuda_headers(config: pytest.Config) -> None:
+    """--r3-cuda-headers toolkit/bundled sets PYTEST_R3_CUDA_HEADERS (replay workers inherit
+    it); auto leaves the environment variable, if any, to decide."""
+    from ..backends.cuda.toolchain import HEADER_CHOICES, HEADERS_ENV
+
+    value = str(options.value(config, "r3_cuda_headers")).strip().lower()
+    if value not in HEADER_CHOICES:
+        raise pytest.UsageError(f"--r3-cuda-headers / r3_cuda_headers: {value!r} is not "
+                                f"{', '.join(HEADER_CHOICES[:-1])} or {HEADER_CHOICES[-1]}")
+    if value != "auto":
+        os.environ[HEADERS_ENV] = value

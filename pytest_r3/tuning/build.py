@@ -45,11 +45,12 @@ class BuildResult:
     files: dict[str, str] = field(default_factory=dict)       # "ir", "ptx", "assembly"...
     figures: dict[str, dict] = field(default_factory=dict)    # "ours", "nvcc"
     notes: list[str] = field(default_factory=list)
+    headers: str = ""                               # CUDA: bundled, or a toolkit's
 
     def as_dict(self) -> dict:
         return {"kernel": self.kernel, "backend": self.backend, "target": self.target,
                 "macros": self.macros, "pipeline": self.pipeline, "signature": self.signature,
-                "files": self.files,
+                "files": self.files, "headers": self.headers,
                 "figures": self.figures, "notes": self.notes}
 
     def lines(self, relative_to: Path | None = None) -> list[str]:
@@ -63,6 +64,8 @@ class BuildResult:
         width = max(len(k) for k in self.files) + 1 if self.files else 0
         lines += [f"  {kind + ':':<{width}} {_shown(path, relative_to)}"
                   for kind, path in self.files.items()]
+        if self.headers:
+            lines.append(f"  headers: {self.headers}")
         ours, nvcc = self.figures.get("ours", {}), self.figures.get("nvcc")
         if self.backend == "cuda" and ours:
             lines.append(f"  {'':<24} {'ours':>8}" + (f" {'nvcc -O3':>9}" if nvcc else ""))
@@ -138,6 +141,7 @@ def _build_cuda(kernel, variant, out_dir: Path, target: str | None) -> BuildResu
     backend = CUDABackend(target) if target else kernel.backend
     arch = backend.arch
     result = _result(kernel, variant, arch)
+    result.headers = backend.headers()
     stem = out_dir / variant_label(kernel, variant, arch)
     source = kernel.source_for(variant)
     ir = backend.compile(source, variant.macro_dict)

@@ -86,8 +86,12 @@ class CUDABackend(Backend):
     cpu_clock = "none"  # the device times a launch; the host thread waits for it
     kernel_define = _KERNEL_DEFINE  # a kernel's definition in the IR, its symbol captured
 
-    def __init__(self, arch: str | None = None) -> None:
+    def __init__(self, arch: str | None = None, headers: str | None = None) -> None:
         self._arch = check_arch(arch) if arch else None
+        if headers is not None and headers not in toolchain.HEADER_CHOICES:
+            raise ToolchainError(f"CUDA headers {headers!r}: use one of "
+                                 f"{', '.join(toolchain.HEADER_CHOICES)}")
+        self._headers = headers  # None: $PYTEST_R3_CUDA_HEADERS decides at each build
         # template instances declared as entries, per source file: compile() instantiates
         # them in the compiled text, whether or not the file itself does
         self._instances: dict[str, set[str]] = {}
@@ -111,17 +115,37 @@ class CUDABackend(Backend):
     def clang_flags(self, libdevice: bool) -> tuple[str, ...]:
         """Device-only CUDA without CUDA's headers: r3_cuda.h and <cuda_runtime.h> in front of
         every kernel, the forwarding headers (<cstdio>, cuda_fp16.h...) ahead of the C
-        library's, then the declarations host code includes (host_only/)."""
+        library's, then the declarations host code includes (host_only/). Where a CUDA
+        toolkit lends its headers (:meth:`toolkit`), they come after those (see
+        :func:`toolkit_flags`)."""
+        toolkit = self.toolkit()
         return (
             "--cuda-device-only", "-nocudainc", "-nocudalib", f"--cuda-gpu-arch={self.arch}",
             f"--cuda-feature=+ptx{ptx_version(self.arch)}", "-Wno-unknown-cuda-version",
             "-fdeclspec", "-I", str(toolchain.HEADER.parent),
-            "-I", str(toolchain.DEVICE_HEADERS), "-I", str(toolchain.HOST_ONLY_HEADERS),
+            "-I", str(toolchain.DEVICE_HEADERS),
+            *(clang.cxx_library_flags() if toolkit else ()),
+            "-I", str(toolchain.HOST_ONLY_HEADERS),
+            *(toolkit_flags(toolkit) if toolkit else ()),
             "-include", str(toolchain.HEADER),
             # as under nvcc, <cuda_runtime.h> is there without an #include
             "-include", str(toolchain.DEVICE_HEADERS / "cuda_runtime.h"),
             *(["-DR3_LIBDEVICE=1"] if libdevice else []),
         )
+
+    def toolkit(self) -> toolchain.Toolkit | None:
+        """The CUDA toolkit whose headers this build adds to pytest-r3's (CUB's block and
+        warp primitives, the full cooperative groups), or None: bundled headers alone. Chosen by
+        ``headers=`` or ``$PYTEST_R3_CUDA_HEADERS`` (auto: the toolkit's when installed)."""
+        return toolchain.device_toolkit(self._headers)
+
+    def headers(self) -> str:
+        """Which headers the device build uses, for people (``pytest-r3 build``)."""
+        toolkit = self.toolkit()
+        if toolkit is None:
+            return "bundled (pytest-r3's own; no CUB, Thrust or full cooperative groups)"
+        return f"{toolkit.describe()} for CUB and cooperative groups; " \
+               "pytest-r3's own for the rest"
 
     @functools.cached_property
     def _machine(self):
@@ -141,11 +165,15 @@ class CUDABackend(Backend):
         debug = ("-Xclang", "-debug-info-kind=constructor") if debug_info else ()
         instances = sorted(self._instances.get(source.filename, ()))
         text = reach.entry_text(source, instances) + toolchain.instantiation_text(*instances)
+        flags = self.clang_flags(toolchain.find_libdevice() is not None)
+        refused = support.grid_groups(text, _shown_name(source)) \
+            if "-DR3_CUDA_TOOLKIT_HEADERS=1" in flags else None
+        if refused is not None:  # the bundled headers leave them undeclared: clang says it
+            raise refused
         try:
             return clang.compile_to_ir(
                 text, filename=source.filename, macros=macros,
-                target_flags=self.clang_flags(toolchain.find_libdevice() is not None),
-                language=self.language, include_dirs=source.include_dirs,
+                target_flags=flags, language=self.language, include_dirs=source.include_dirs,
                 extra_flags=(*debug, *source.flags), debug_info=debug_info,
                 untrusted=source.untrusted, preprocess_only=preprocess_only)
         except CompileError as exc:
@@ -326,6 +354,22 @@ class CUDABackend(Backend):
         from . import runtime
 
         return runtime.runtime().to_host(value)
+
+
+def toolkit_flags(toolkit: toolchain.Toolkit) -> tuple[str, ...]:
+    """What lets the toolkit's libraries compile on pytest-r3's core headers under clang:
+    the versions clang's own CUDA wrapper would define, CCCL's folder (CUB, Thrust,
+    libcu++) and the toolkit's include folder after every other (its cooperative groups
+    through pytest-r3's <cooperative_groups.h>; nothing pytest-r3 provides is replaced).
+    CCCL's support for CUDA's half, bfloat16 and fp8 types is left out: those come from
+    pytest-r3's headers, which CCCL does not know."""
+    return (
+        "-DR3_CUDA_TOOLKIT_HEADERS=1", f"-DCUDA_VERSION={toolkit.version}",
+        f"-DCUDART_VERSION={toolkit.version}", "-D_ALLOW_UNSUPPORTED_LIBCPP",
+        *(f"-DCCCL_DISABLE_{kind}_SUPPORT" for kind in ("FP16", "BF16", "NVFP8", "NVFP6",
+                                                        "NVFP4")),
+        "-I", str(toolkit.include / "cccl"), "-idirafter", str(toolkit.include),
+    )
 
 
 def parse_entry(entry: str) -> toolchain.EntryName:

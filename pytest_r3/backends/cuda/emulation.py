@@ -35,8 +35,9 @@ from ...model.signature import Signature, read_signature
 from ...model.source import KernelSource
 from .. import clang, compile_cache
 from ..base import Launcher
+from ..candidate_text import display_name
 from ..cpu import check_resolvable, jit_kept, load_object, loadable
-from . import reach, toolchain
+from . import reach, support, toolchain
 from .device import CUDABackend, cached_signature
 from .emulation_ir import (
     HEADER,
@@ -114,11 +115,15 @@ class EmulatedCUDABackend(CUDABackend):
         text = host_source(reach.entry_text(source, instances)) + _host_instances(instances)
         if text != source.text:
             source = source.with_text(text)
-        ir = clang.compile_to_ir(
-            source.text, filename=source.filename, macros=macros,
-            target_flags=self.host_flags(), language="c++",
-            include_dirs=source.include_dirs, extra_flags=source.flags,
-            debug_info=debug_info, untrusted=source.untrusted)
+        try:
+            ir = clang.compile_to_ir(
+                source.text, filename=source.filename, macros=macros,
+                target_flags=self.host_flags(), language="c++",
+                include_dirs=source.include_dirs, extra_flags=source.flags,
+                debug_info=debug_info, untrusted=source.untrusted)
+        except CompileError as exc:  # what the bundled headers lack: one line, as on a GPU
+            shown = display_name(source.filename) if source.untrusted else source.filename
+            raise support.explain(exc, shown) from None
         return ir + runtime_trailer(self.warp_size)
 
     def inspect(self, source: KernelSource, entry: str, macros: Mapping[str, object],

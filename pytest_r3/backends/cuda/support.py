@@ -104,6 +104,29 @@ def explain(error: CompileError, filename: str) -> CompileError:
     return CompileError(line, f"{line}\n{diagnostics}", error.command, error.kind)
 
 
+_GRID_GROUPS = re.compile(r"\b(this_grid|grid_group|this_multi_grid|multi_grid_group)\b")
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+
+
+def grid_groups(text: str, filename: str) -> CompileError | None:
+    """The one-line error for grid-wide or multi-grid cooperative groups in ``text`` (the
+    entry's code, cut to what it reaches), or None. A toolkit's <cooperative_groups.h>
+    declares them, but they need a cooperative launch, which pytest-r3 never makes: on the
+    GPU, such a kernel would hang or fail at run time instead."""
+    code = _COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), text)
+    match = _GRID_GROUPS.search(code)
+    if match is None:
+        return None
+    line, where = code.count("\n", 0, match.start()) + 1, filename
+    for marker in re.finditer(r'^#line (\d+) "([^"]*)"', code[:match.start()], re.MULTILINE):
+        # inlined headers keep their own names and lines: count from the last marker
+        line = int(marker[1]) + code.count("\n", marker.end(), match.start()) - 1
+        where = marker[2]
+    message = (f"{where}:{line}: '{match[1]}' (grid-wide and multi-grid cooperative groups) "
+               f"is not supported by pytest-r3's CUDA build; see {DOCS} for what is")
+    return CompileError(message, message)
+
+
 def unsupported(diagnostics: str) -> str | None:
     """The one-line explanation of the first use of something not provided, or None."""
     candidates = []

@@ -7,7 +7,9 @@ builds the vendor baseline the GPU benchmark compares against.
 
 Tools are looked up on ``PATH``, then under ``$CUDA_HOME``, ``$CUDA_PATH`` and
 ``/usr/local/cuda``. ``PYTEST_R3_LIBDEVICE`` names libdevice's bitcode file, or ``0`` to
-not use it.
+not use it. A toolkit found through ``nvcc`` (on ``PATH``, else under ``$CUDA_HOME`` or
+``$CUDA_PATH``) also lends its headers to the device build (CUB, Thrust, libcu++, the full
+cooperative groups); ``PYTEST_R3_CUDA_HEADERS=bundled`` keeps pytest-r3's own headers alone.
 """
 
 from __future__ import annotations
@@ -77,6 +79,90 @@ def find_libdevice() -> Path | None:
         if candidate.is_file():
             return candidate
     return None
+
+
+# -- the toolkit's headers for the device build ----------------------------------------------
+HEADERS_ENV = "PYTEST_R3_CUDA_HEADERS"
+HEADER_CHOICES = ("auto", "toolkit", "bundled")
+_CUDA_VERSION = re.compile(r"^#define\s+CUDA_VERSION\s+(\d+)", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Toolkit:
+    """An installed CUDA toolkit whose headers the device build may use."""
+
+    root: Path
+    version: int  # CUDA_VERSION from its cuda.h: 13000 for CUDA 13.0
+
+    @property
+    def include(self) -> Path:
+        return self.root / "include"
+
+    @property
+    def release(self) -> str:
+        return f"{self.version // 1000}.{self.version % 1000 // 10}"
+
+    def describe(self) -> str:
+        return f"CUDA {self.release} toolkit ({self.include})"
+
+
+def find_toolkit() -> Toolkit | None:
+    """The CUDA toolkit of the ``nvcc`` on ``PATH``, else under ``$CUDA_HOME`` or
+    ``$CUDA_PATH``, when its ``include/cuda.h`` names its version; else None."""
+    return _toolkit(os.environ.get("PATH", ""), os.environ.get("CUDA_HOME", ""),
+                    os.environ.get("CUDA_PATH", ""))
+
+
+@functools.lru_cache(maxsize=8)
+def _toolkit(path: str, *homes: str) -> Toolkit | None:
+    found = shutil.which("nvcc", path=path)
+    candidates = [Path(os.path.realpath(found)).parent.parent] if found else []
+    if found and not (candidates[0] / "include" / "cuda.h").is_file():
+        candidates += _nvcc_home(found)  # a wrapper script: nvcc says where it lives
+    candidates += [Path(home) for home in homes if home]
+    for root in candidates:
+        try:
+            match = _CUDA_VERSION.search((root / "include" / "cuda.h").read_text(errors="replace"))
+        except OSError:
+            continue
+        if match:
+            return Toolkit(root.resolve(), int(match.group(1)))
+    return None
+
+
+def _nvcc_home(nvcc: str) -> list[Path]:
+    try:
+        result = subprocess.run([nvcc, "--dryrun", "-x", "cu", "-E", os.devnull],
+                                capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    match = re.search(r"^#\$ _HERE_=(.+)$", result.stdout + result.stderr, re.MULTILINE)
+    return [Path(match.group(1).strip()).parent] if match else []
+
+
+def header_choice() -> str:
+    """``PYTEST_R3_CUDA_HEADERS``: auto (unset: the toolkit's where one is installed),
+    toolkit, or bundled; anything else is a ToolchainError saying what is accepted."""
+    value = os.environ.get(HEADERS_ENV, "").strip().lower() or "auto"
+    if value not in HEADER_CHOICES:
+        raise ToolchainError(f"{HEADERS_ENV}={value!r} is not understood; use auto (the CUDA "
+                             "toolkit's headers where one is installed), toolkit or bundled")
+    return value
+
+
+def device_toolkit(choice: str | None = None) -> Toolkit | None:
+    """The toolkit whose headers the device build adds to pytest-r3's, or None for the
+    bundled headers alone. ``choice`` (default: :func:`header_choice`) ``toolkit`` without
+    an installed toolkit is a ToolchainError."""
+    choice = choice or header_choice()
+    if choice == "bundled":
+        return None
+    toolkit = find_toolkit()
+    if toolkit is None and choice == "toolkit":
+        raise ToolchainError(f"{HEADERS_ENV}=toolkit, but no CUDA toolkit is installed (no nvcc "
+                             "on PATH nor under $CUDA_HOME/bin); install it, set CUDA_HOME, or "
+                             "use auto or bundled")
+    return toolkit
 
 
 # -- kernel symbols -------------------------------------------------------------------------

@@ -14,7 +14,10 @@
  * Grid-wide and multi-grid groups (this_grid, grid_group, this_multi_grid) and run-time
  * sized partitions are not provided: using them is a one-line "not supported" error.
  */
-#ifndef R3_COOPERATIVE_GROUPS_H
+#if defined(R3_CUDA_TOOLKIT_HEADERS) && !defined(R3_CUDA_EMULATION)
+/* the device build against an installed CUDA toolkit: its full cooperative groups */
+#include_next <cooperative_groups.h>
+#elif !defined(R3_COOPERATIVE_GROUPS_H)
 #define R3_COOPERATIVE_GROUPS_H
 
 namespace cooperative_groups {

@@ -39,6 +39,15 @@ __R3_VECS(longlong, long long, 8, 16, 8, 16)
 __R3_VECS(ulonglong, unsigned long long, 8, 16, 8, 16)
 __R3_VECS(float, float, 4, 8, 4, 16)
 __R3_VECS(double, double, 8, 16, 8, 16)
+/* CUDA 13's 4-element 64-bit types with 16- and 32-byte alignment (long4_16a, double4_32a...) */
+#define __R3_VEC4_ALIGNED(name, type)                                                      \
+  __R3_VEC4(name##4_16a, type, 16) __R3_VEC4(name##4_32a, type, 32)
+__R3_VEC4_ALIGNED(long, long)
+__R3_VEC4_ALIGNED(ulong, unsigned long)
+__R3_VEC4_ALIGNED(longlong, long long)
+__R3_VEC4_ALIGNED(ulonglong, unsigned long long)
+__R3_VEC4_ALIGNED(double, double)
+#undef __R3_VEC4_ALIGNED
 #undef __R3_VECS
 #undef __R3_VEC1
 #undef __R3_VEC2
