@@ -350,6 +350,11 @@ class FakeDriver:
     function_attribute = SimpleNamespace(MAX_THREADS_PER_BLOCK="max_threads",
                                          NUM_REGS="registers",
                                          MAX_DYNAMIC_SHARED_SIZE_BYTES="dynamic_shared")
+    device_attribute = SimpleNamespace(MULTIPROCESSOR_COUNT="sms", L2_CACHE_SIZE="l2",
+                                       MEMORY_CLOCK_RATE="memory_khz",
+                                       GLOBAL_MEMORY_BUS_WIDTH="bus")
+    # an A100 40GB's: 40 MiB of L2, HBM2 at 1215 MHz over 5120 bits (1.56 TB/s)
+    ATTRIBUTES = {"sms": 108, "l2": 40 << 20, "memory_khz": 1_215_000, "bus": 5120}
 
     def __init__(self, kernels, max_threads=1024):
         self.kernels = kernels
@@ -358,6 +363,7 @@ class FakeDriver:
         self.next_address = 0x10000
         self.launches: list[tuple] = []
         self.copies = 0
+        self.flushes: list[int] = []  # bytes written by each L2 flush
         context = SimpleNamespace(push=lambda: None)
         self.Context = SimpleNamespace(get_current=lambda: context, synchronize=lambda: None)
         driver = self
@@ -397,6 +403,10 @@ class FakeDriver:
     def memcpy_htod(self, device, host):
         self.copies += 1
         self.array(int(device), np.uint8, host.nbytes)[:] = host.reshape(-1).view(np.uint8)
+
+    def memset_d8_async(self, device, value, count, stream=None):
+        self.array(int(device), np.uint8, count)[:] = value
+        self.flushes.append(count)
 
     def memcpy_dtoh(self, host, device):
         self.copies += 1
@@ -439,7 +449,9 @@ def fake_gpu(monkeypatch):
     """CUDA kernels run on FakeDriver: compiled for real, 'executed' by numpy."""
     kernels = {"_Z5saxpyifPKfPf": fake_saxpy, "matmul_tiled": fake_matmul}
     driver = FakeDriver(kernels)
-    device = SimpleNamespace(compute_capability=lambda: (8, 0), name=lambda: "Fake GPU")
+    device = SimpleNamespace(compute_capability=lambda: (8, 0), name=lambda: "Fake GPU",
+                             get_attribute=FakeDriver.ATTRIBUTES.__getitem__,
+                             pci_bus_id=lambda: "0000:07:00.0")
     runtime = cuda_runtime.Runtime(PycudaDriver(driver, device, driver.Context.get_current()))
     monkeypatch.setattr(cuda_runtime, "runtime", lambda name=None: runtime)
     monkeypatch.delenv("PYTEST_R3_CUDA_EMULATION", raising=False)
@@ -575,6 +587,11 @@ def test_timing_uses_events(fake_gpu):
     x = np.ones(64, np.float32)
     assert launcher.time([64, 1.0, x, x.copy()], 5) == [5e-4] * 5
     assert get_backend("cuda").time(launcher, [64, 1.0, x, x.copy()], 2) == [5e-4] * 2
+    # an L2 flush (twice the device's 40 MiB) before each timed launch; warm-up launches once
+    assert fake_gpu.flushes == [80 << 20] * 7
+    assert len(fake_gpu.launches) == 3 + 7
+    facts = cuda_runtime.runtime().facts()
+    assert facts.peak_bandwidth == pytest.approx(1.5552e12)
 
 
 class InProcessWorker:
@@ -641,6 +658,18 @@ def test_replay_evaluates_cuda_candidates(fake_gpu, tmp_path):
                                        pipeline={"unroll_count": 1}))
     assert result.ok, result.summary()
     assert ("_Z5saxpyifPKfPf", (6, 1, 1), (128, 1, 1), 0) in fake_gpu.launches
+    # timed by the device: no CPU-time check, and the GPU's conditions come with the figures
+    timing = result.timing
+    assert timing.clock == "none" and timing.taken == timing.dropped == 0
+    assert timing.device.facts.l2_bytes == 40 << 20 and timing.device.suspect == ""
+    assert timing.device.flush_bytes == 80 << 20 and timing.device.bytes_moved == (24_000,)
+    assert not timing.device.clocks.read  # NVML knows no GPU at the fake's bus id
+    # a launch timed faster than 24 kB at 1.56 TB/s (15 ns) is suspect, never ok
+    fake_gpu.Event.time_since = lambda self, other: 1e-6  # milliseconds: 1 ns
+    suspect = server.evaluate(Candidate(macros={"BLOCK": 128, "ITEMS": 1}))
+    assert suspect.status == "suspect", suspect.summary()
+    assert "speed of light: the candidate on timed case 1" in suspect.reason()
+    fake_gpu.Event.time_since = lambda self, other: 0.5
     fake_gpu.kernels["_Z5saxpyifPKfPf"] = lambda driver, grid, block, n, a, x, y: None
     lazy = server.evaluate(Candidate(macros={"BLOCK": 256, "ITEMS": 4}))
     assert lazy.status == "wrong_output"

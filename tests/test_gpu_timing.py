@@ -36,8 +36,9 @@ from pytest_r3.replay.judge import Case
 from pytest_r3.replay.measurement import Timing
 from pytest_r3.replay.protocol import STATUSES, Result
 from pytest_r3.reports import KernelReport, markdown
+from pytest_r3.tuning.context import Tuning, TuningSettings
 from pytest_r3.tuning.rows import measured
-from pytest_r3.tuning.tune import _suspect
+from pytest_r3.tuning.tune import _lock_entry, _suspect
 
 H100 = DeviceFacts("NVIDIA H100 80GB HBM3", "sm_90", 50 << 20, 2_619_000, 5120)
 
@@ -151,6 +152,24 @@ def test_the_conditions_travel_in_the_timing_and_reach_the_report_row():
     assert ("NVIDIA H100 80GB HBM3; peak 3352 GB/s; L2 flush 100 MiB between samples; 3 "
             "warm-up launches; SM 1980 MHz, memory 2619 MHz, 41 C, 300 W, clocks held down "
             "by sw_power_cap") in row.describe_confirmation()
+
+
+def test_the_lock_entry_keeps_the_device_and_its_clocks(tmp_path):
+    (tmp_path / "k.c").write_text("void k(long n, float *y) { for (long i = 0; i < n; ++i) "
+                                  "y[i] += 1.0f; }\n")
+    kernel = r3.kernel(tmp_path / "k.c", entry="k", name="gpu_timing_lock")
+    device = DeviceTiming(H100, Clocks(1755, 2619, 52, 410.0, ("hw_slowdown",)), 100 << 20)
+    row = KernelReport(kernel.name, "cuda-sm_90-nvidia-h100-80gb-hbm3", "tuned")
+    measured(row, Timing.from_samples([2e-5] * 5, [1e-5] * 5).on_device(device))
+    tuning = Tuning(TuningSettings(budget=None), tmp_path / ".r3", tmp_path, None,
+                    lambda name: [], lambda *a: [])
+    entry = _lock_entry(kernel, tuning, row, Candidate(), "NGOpt")
+    assert entry["gpu"] == {"facts": H100.as_dict(), "clocks": device.clocks.as_dict(),
+                            "flush_bytes": 100 << 20, "warmup_launches": 3}
+    json.dumps(entry)  # plain data, as r3.lock holds it
+    cpu_row = KernelReport(kernel.name, "x86_64", "tuned")
+    measured(cpu_row, Timing.from_samples([2e-5] * 5, [1e-5] * 5))
+    assert "gpu" not in _lock_entry(kernel, tuning, cpu_row, Candidate(), "NGOpt")
 
 
 # -- a suspect result, from a real replay worker, through the row, table, report and lock -----

@@ -317,6 +317,8 @@ class _Counted:
     def __init__(self, backend, beat: Callable[[], None]) -> None:
         self.backend = backend
         self.beat = beat
+        # which CPU time samples are checked against: a device-timed backend's "none" too
+        self.cpu_clock = getattr(backend, "cpu_clock", "thread")
 
     def time(self, launcher, args, repeat: int) -> list[float]:
         self.beat()
