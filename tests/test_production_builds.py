@@ -92,3 +92,31 @@ def test_two_read_only_inputs_passed_as_one_array_are_verified(matmul):
     a, c = np.random.default_rng(2).standard_normal((n, n)), np.zeros((n, n))
     patched(n, a, a, c)
     assert not np.allclose(c, a @ a)  # what the verdict protects the user from
+
+
+def test_timing_and_the_late_pass_use_consecutive_heap_blocks_in_parameter_order():
+    """Consecutive numpy arrays of a long-lived process are heap blocks end to end in the
+    order they were made: one timed buffer set is laid out so (a rewrite slow only there is
+    timed slow), and the late pass meets it too (one wrong only there is refused)."""
+    import ctypes
+
+    from pytest_r3.replay import layout
+    from pytest_r3.replay.buffers import check_plain, plain_buffers
+
+    values = [np.full((33, 33), float(k)) for k in range(3)]
+    timed = layout.draw(layout.timed_seed(7, 1, 0), len(values))
+    assert timed.adjacent and timed.order == (0, 1, 2), timed.describe()
+    walked = {layout.draw(layout.seed_for(index, 3), 3) for index in range(18)}
+    assert any(d.adjacent and d.order == (0, 1, 2) for d in walked)
+    buffers = plain_buffers(values, layout.timed_seed(7, 1, 0))
+    addresses = [b.array.ctypes.data for b in buffers]
+    sizes = [int.from_bytes(ctypes.string_at(a - 8, 8), "little") for a in addresses]
+    assert not any(size & 2 for size in sizes)  # heap blocks, not mapped ones
+    assert addresses[1] == addresses[0] + (sizes[0] & ~7)
+    assert addresses[2] == addresses[1] + (sizes[1] & ~7)
+    assert all(a % 4096 != 16 for a in addresses)  # never where a mapped block starts
+    for buffer, like in zip(buffers, values):
+        buffer.fill(like, None)
+        assert np.array_equal(buffer.array, like) and check_plain(buffer.storage, like) is None
+    ctypes.memset(addresses[0] + values[0].nbytes, 0x5A, 1)  # into b's size word
+    assert "before the start" in check_plain(buffers[1].storage, values[1])
