@@ -121,6 +121,8 @@ CASES = [
     Case("include_dotdot", S, _v("compile_error", "forbidden_include")),
     Case("include_secret_valid_c", S, _v("compile_error", "forbidden_include")),
     Case("embed_secret", S, _v("compile_error", "forbidden_include")),
+    # a build-time macro would differ between the verification build and the user's build
+    Case("build_date_bomb", S, _v("compile_error", "compile_error"), words=r"__DATE__"),
     # failures while running
     Case("segfault", S, _v("crash", "signal")),
     Case("endless_loop", S, _v("timeout", "timeout")),
@@ -163,6 +165,9 @@ CASES = [
     # keyed on the pointers' values alone: a short script's fresh mapped arrays
     Case("layout_script_wrong", S, _v(WRONG, "production_layout", "timed_output"),
          words="production layout"),
+    # heap blocks laid end to end in parameter order: consecutive numpy arrays
+    Case("layout_adjacent_wrong", MM, _v(WRONG, "production_layout"),
+         words="production layout: adjacent heap blocks"),
     # inputs the recordings never hold, derived by the judge
     Case("zero_scalar_dropped", AB, _v(WRONG, "mismatch"), words=r"zero .*made nonzero"),
     Case("abs_scalar", S, _v(WRONG, "mismatch"), words=r"negated"),
@@ -443,6 +448,20 @@ def test_a_rewrite_slow_only_in_a_scripts_layout_is_timed_slow(lab):
     assert slow.status == "too_busy" or slow.speedup < 0.5, slow.summary()
     if slow.status == "ok":
         assert "timed slower on buffers mapped in parameter order" in slow.summary()
+
+
+def test_a_rewrite_slow_only_on_consecutive_heap_arrays_is_timed_slow(lab):
+    """Exact everywhere; 200 passes slower when its arrays are heap blocks in parameter
+    order (consecutive numpy arrays of a long-lived process): one of the two timed layouts
+    is that one, so the figure is no speedup."""
+    server = lab.server(S)
+    slow = server.evaluate(Candidate(
+        source_text=lab.source(Case("layout_heap_ascending_slow", S, ())),
+        label="layout_heap_ascending_slow"))
+    assert slow.status in ("ok", "too_busy"), slow.summary()
+    assert slow.status == "too_busy" or slow.speedup < 0.5, slow.summary()
+    if slow.status == "ok":
+        assert "timed slower on adjacent heap blocks in parameter order" in slow.summary()
 
 
 # -- containment of the worker's own output and time -----------------------------------

@@ -162,6 +162,9 @@ def plain_buffers(values: list[np.ndarray], seed: int) -> list[PlainBuffer]:
     """Buffers like ``values`` (in that order), allocated as the layout ``seed`` draws:
     which are mapped, in which order, after which spacers (see layout)."""
     drawn = layout.draw(seed, len(values))
+    if drawn.adjacent:  # the blocks' headers and tails are checked as a mapped block's are
+        return [PlainBuffer(like, array, mapped=span) for like, (array, span)
+                in zip(values, layout.adjacent_arrays(values, drawn.order), strict=True)]
     made: dict[int, PlainBuffer] = {}
     for number in drawn.order:
         like = values[number]

@@ -8,6 +8,7 @@ is ever sent to a worker.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -23,6 +24,20 @@ _llvm_lock = threading.Lock()
 
 # uninitialised locals then hold NaN or 0xAA... instead of whatever the optimiser folded
 PATTERN_INIT = "-ftrivial-auto-var-init=pattern"
+
+# macros whose value depends on when the text is built: the verification build and the
+# user's later build would see different values (a time bomb folded away before any check)
+_BUILD_TIME_MACROS = re.compile(r"\b__(?:DATE|TIME|TIMESTAMP)__\b")
+BUILD_TIME_ADVICE = ("a rewrite may not use __DATE__, __TIME__ or __TIMESTAMP__ (the kernel "
+                     "does not): their value differs between the build that verified it and "
+                     "the build your code runs; remove them")
+
+
+def build_time_flags(baseline_text: str) -> tuple[str, ...]:
+    """clang flags for a candidate of a kernel whose own text is ``baseline_text``: build-time
+    macros are an error (clang sees every expansion, even one a macro builds) unless the
+    kernel itself uses them."""
+    return () if _BUILD_TIME_MACROS.search(baseline_text) else ("-Werror=date-time",)
 
 
 @dataclass
@@ -70,6 +85,8 @@ class CandidateCompiler:
         """IR for ``candidate``, or Rejected (compile error, sandbox violation)."""
         rewrite = candidate.source_text is not None
         source = self.source.candidate(candidate.source_text) if rewrite else self.source
+        if rewrite:
+            source = source.with_flags(*build_time_flags(self.spec.source_text))
         started = time.perf_counter()
         try:
             ir = self._clang(source, candidate.macros)
@@ -80,6 +97,8 @@ class CandidateCompiler:
             text = exc.diagnostics or str(exc)
             first = next((line for line in text.splitlines() if "error" in line),
                          text.splitlines()[0] if text else "clang failed")
+            if "-Wdate-time" in first:
+                first = f"{first.split(': error:')[0]}: error: {BUILD_TIME_ADVICE}"
             raise Rejected(COMPILE_ERROR, kind, first.strip(), explanation=text) from None
         clang_seconds = time.perf_counter() - started
         try:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.bounds import bound_value
-from . import edges, verify
+from . import edges, shared_inputs, verify
 from .cases import Derived, Slot
 
 SMALL_SIZES = (1, 2, 3, 5, 8, 17)
@@ -69,7 +69,8 @@ def plan(recorded: list, params: list[dict], rng: np.random.Generator,
     derived += _above(recorded, by_size[-1], params, extents, rng)
     if not no_alias:
         derived += _in_place(base, rng)
-    return derived + edges.plan(base, params, rng, sizes, no_alias)
+    derived += edges.plan(base, params, rng, sizes, no_alias)
+    return derived + shared_inputs.plan(base, rng)  # read-only: no_alias does not forbid it
 
 
 def _base(by_size: list, params: list[dict], extents: dict[str, Extent]):

@@ -151,14 +151,20 @@ class Judge:
         return dropped
 
     def _in_place_differs(self, case: Case, twin: Case) -> str | None:
+        """Whether the baseline's outputs of ``case`` differ from its twin's: the written
+        buffer made one with an input, or (two read-only inputs made one) every output."""
         target = case.in_place[1]
-        number = next(n for n, s in enumerate(case.slots) if target in s.params)
-        apart = next(n for n, s in enumerate(twin.slots) if target in s.params)
-        slot = case.slots[number]
-        problem = compare(target, twin.expected[apart], slot.view_of(case.expected[number],
-                                                                     target),
-                          self._tolerance(slot))
-        if problem or case.returned != twin.returned:
+        shared = next(s for s in case.slots if target in s.params)
+        targets = [target] if shared.written else \
+            [s.params[0] for s in case.slots if s.written]
+        for name in targets:
+            number = next(n for n, s in enumerate(case.slots) if name in s.params)
+            apart = next(n for n, s in enumerate(twin.slots) if name in s.params)
+            slot = case.slots[number]
+            if compare(name, twin.expected[apart], slot.view_of(case.expected[number], name),
+                       self._tolerance(slot)):
+                return "the baseline gives another result in place than out of place"
+        if case.returned != twin.returned:
             return "the baseline gives another result in place than out of place"
         return None
 

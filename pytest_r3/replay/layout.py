@@ -30,6 +30,11 @@ from dataclasses import dataclass
 import numpy as np
 
 STYLES = ("mapped", "heap", "mixed")  # every buffer mapped, every one on the heap, or drawn
+# the all-heap style lays its blocks end to end in allocation order, each starting where the
+# one before ends (what consecutive numpy arrays of a few KiB to about a MiB are in a
+# long-lived process); "mixed" keeps the allocator's own heap blocks, after spacers
+ADJACENT_STYLE = "heap"
+PREV_INUSE = 1  # a heap block's size word: the block before it is in use
 CLASS_BITS = 12  # the seed's low bits: which style and order (see seed_for)
 PAGE = mmap.PAGESIZE
 WORD = 8
@@ -41,7 +46,7 @@ MAX_ORDERS = 24  # up to four buffers, every order is walked; more, orders are d
 
 # what timing's two buffer sets look like (see timed_seed), as a verdict names them
 TIMED_LAYOUTS = ("buffers mapped in parameter order (a short script's fresh large arrays)",
-                 "heap buffers in reverse order (a long-lived process's arrays)")
+                 "adjacent heap blocks in parameter order (a long-lived process's arrays)")
 
 
 @dataclass(frozen=True)
@@ -53,10 +58,12 @@ class Layout:
     order: tuple[int, ...]
     mapped: tuple[bool, ...]
     spacers: tuple[int, ...]
+    adjacent: bool = False  # heap blocks end to end in ``order`` (see adjacent_arrays)
 
     def describe(self) -> str:
         kinds = ["mapped" if m else "heap" for m in self.mapped]
-        return "allocated in the order " + ", ".join(f"#{n} ({kinds[n]})" for n in self.order)
+        return ("adjacent heap blocks " if self.adjacent else "") + "allocated in the order " \
+            + ", ".join(f"#{n} ({kinds[n]})" for n in self.order)
 
 
 def seed_for(index: int, high: int) -> int:
@@ -68,11 +75,11 @@ def seed_for(index: int, high: int) -> int:
 def timed_seed(guard_seed: int, which: int, case_index: int, copy: int = 0) -> int:
     """The layout of timing's buffer set ``which`` (0 or 1) for one case: set 0 has every
     buffer mapped in parameter order (a short script's fresh large arrays), set 1 every
-    buffer on the heap in reverse order (a long-lived process's); timing trades the sets
-    every other round, so both variants run on both. Copies keep the style, in other
-    orders."""
-    style = 0 if which == 0 else 1
-    order = 0 if which == 0 else MAX_ORDERS - 1  # the last order walked is the reverse
+    buffer in adjacent heap blocks in parameter order (a long-lived process's consecutive
+    arrays); timing trades the sets every other round, so both variants run on both.
+    Copies keep the style, in other orders."""
+    style = 0 if which == 0 else STYLES.index(ADJACENT_STYLE)
+    order = 0  # parameter order: arrays are most often made in the order they are passed
     index = style + len(STYLES) * ((order + copy * 5) % MAX_ORDERS)
     return seed_for(index, (guard_seed * 4 + which) * 1_000_003 + case_index)
 
@@ -94,6 +101,8 @@ def draw(seed: int, count: int) -> Layout:
         mapped = (style == "mapped",) * count
     spacers = tuple(int(SPACER + 16 * rng.integers(0, 256)) if rng.integers(0, 2) else 0
                     for _ in range(count))
+    if style == ADJACENT_STYLE:
+        return Layout(order, mapped, (0,) * count, adjacent=True)
     return Layout(order, mapped, spacers)
 
 
@@ -113,6 +122,47 @@ def mapped_array(like: np.ndarray) -> tuple[np.ndarray, int]:
             pass
     array = np.frombuffer(region, dtype=like.dtype, count=like.size, offset=MAPPED_HEADER)
     return array.reshape(like.shape), size
+
+
+def heap_block_size(nbytes: int) -> int:
+    """The size of the heap block glibc's malloc gives a request of ``nbytes``: the data
+    plus its size word, rounded up to 16 bytes, 32 at least."""
+    return max(4 * WORD, (nbytes + WORD + 15) & ~15)
+
+
+def adjacent_arrays(likes: list[np.ndarray], order: tuple[int, ...]
+                    ) -> list[tuple[np.ndarray, int]]:
+    """Arrays like ``likes`` in heap blocks laid end to end in ``order``, as consecutive
+    allocations from the top of glibc's heap are: each block's size word (``PREV_INUSE``)
+    8 bytes before its data, the next block's data exactly one block size further, a size
+    word after the last. They are carved out of one heap allocation, shifted so that none
+    starts 16 bytes past a page boundary (which would look mapped). Returns (array, span)
+    per buffer in parameter order, span being the bytes from the block's header to the end
+    of its usable space plus one word (what a mapped block's size covers, see buffers)."""
+    sizes = {number: heap_block_size(likes[number].nbytes) for number in order}
+    total = sum(sizes.values())
+    container = np.empty(total + 2 * PAGE, dtype=np.uint8)
+    start = -container.ctypes.data % 16 + MAPPED_HEADER
+    for _ in range(len(order) + 1):
+        offsets, at = {}, start
+        for number in order:
+            offsets[number], at = at, at + sizes[number]
+        if all((container.ctypes.data + o) % PAGE != MAPPED_HEADER for o in offsets.values()):
+            break
+        start += 16
+    words = container.view(np.uint8)
+    for number, offset in offsets.items():
+        words[offset - WORD: offset] = np.frombuffer(
+            (sizes[number] | PREV_INUSE).to_bytes(WORD, "little"), dtype=np.uint8)
+    rest = (container.size - at) & ~15
+    words[at - WORD: at] = np.frombuffer((rest | PREV_INUSE).to_bytes(WORD, "little"),
+                                         dtype=np.uint8)
+    made = []
+    for number, like in enumerate(likes):
+        array = np.frombuffer(container, dtype=like.dtype, count=like.size,
+                              offset=offsets[number]).reshape(like.shape)
+        made.append((array, sizes[number] + WORD))
+    return made
 
 
 def heap_array(like: np.ndarray, spacer: int, keep: list) -> np.ndarray:
