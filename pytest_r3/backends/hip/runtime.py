@@ -109,6 +109,8 @@ class HIPDriver(Driver):
         self.arch = _text(properties.gcnArchName).split(":")[0]  # "gfx942:sramecc+:xnack-"
         self.device_name = _text(properties.name).strip()
         self.multiprocessors = int(properties.multiProcessorCount)
+        self._bus_id = (f"{int(properties.pciDomainID):04x}:{int(properties.pciBusID):02x}:"
+                        f"{int(properties.pciDeviceID):02x}.0")
 
     @classmethod
     def start(cls, hip, index: int) -> HIPDriver:
@@ -187,6 +189,22 @@ class HIPDriver(Driver):
     def elapsed(self, start, end) -> float:
         return float(self._call("hipEventElapsedTime", self.hip.hipEventElapsedTime,
                                 start.handle, end.handle)) * 1e-3
+
+    def device_attribute(self, name: str) -> int:
+        attribute = {"l2_cache_size": "hipDeviceAttributeL2CacheSize",
+                     "memory_clock_rate": "hipDeviceAttributeMemoryClockRate",
+                     "global_memory_bus_width": "hipDeviceAttributeMemoryBusWidth"}.get(name)
+        if attribute is None or not hasattr(self.hip.hipDeviceAttribute_t, attribute):
+            raise DriverError(f"hipDeviceGetAttribute: no attribute {name} here")
+        return int(self._call("hipDeviceGetAttribute", self.hip.hipDeviceGetAttribute,
+                              getattr(self.hip.hipDeviceAttribute_t, attribute), self.index))
+
+    def pci_bus_id(self) -> str:
+        """From the device properties read at start (domain:bus:device.0)."""
+        return self._bus_id
+
+    def memset(self, pointer: int, nbytes: int) -> None:
+        self._call("hipMemsetD8Async", self.hip.hipMemsetD8Async, pointer, 0, nbytes, None)
 
 
 def _text(value) -> str:
