@@ -254,6 +254,22 @@ def test_poison_is_random_and_differs_between_seeds():
     assert _same_bits(poison_for(np.ones(1000, np.float32), 1), first)  # whatever the values
 
 
+@KINDS
+def test_a_probe_seed_makes_every_float_element_nan_or_inf_in_both_layouts(like):
+    """The judge's probe (a negative seed): each float element non-finite, so a kernel that
+    reads a buffer only to multiply it by zero is seen reading it; other types stay random
+    bytes. Guarded and production-layout buffers hold the same poison."""
+    probe = poison_for(like, -12)
+    if like.dtype.kind == "f":
+        assert not np.isfinite(probe).any()
+    else:
+        assert _same_bits(probe, poison_for(like, 12))
+    guarded, plain = GuardedBuffer(like, 3), PlainBuffer(like)
+    guarded.fill(None, -12)
+    plain.fill(None, -12)
+    assert _same_bits(guarded.array, probe) and _same_bits(plain.array, probe)
+
+
 # -- reading back ----------------------------------------------------------------------------
 
 

@@ -105,6 +105,36 @@ def test_worker_loaded_the_recordings(server, recorded):
     assert sorted(server.description["timed"]) == sorted(recorded.keys)
 
 
+AXPBY_C = """\
+void axpby0(long n, float a, const float *x, float b, float *y)
+{
+    for (long i = 0; i < n; ++i)
+        y[i] = a * x[i] + b * y[i];
+}
+"""
+
+
+def test_a_buffer_read_only_to_be_multiplied_by_zero_is_an_input(tmp_path):
+    """``y = a*x + b*y`` called with b=0 (as BLAS users do) reads y: 0*NaN is NaN. At the
+    small sizes the judge derives, random probe poison may hold no NaN or Inf, and y was
+    taken for output-only: filled with poison in every run, the baseline itself came out
+    wrong whenever a NaN landed there (about one run in a hundred at n=3). The probe now puts
+    a NaN or Inf in every element, so y is an input and the baseline always passes."""
+    (tmp_path / "axpby0.c").write_text(AXPBY_C)
+    kernel = r3.kernel(tmp_path / "axpby0.c", entry="axpby0", name="replay_axpby0")
+    store = RecordingStore(tmp_path / "recordings")
+    rng = np.random.default_rng(4)
+    keys = record_launches(kernel, store, [
+        (n, 1.5, rng.standard_normal(n).astype(np.float32), 0.0,
+         rng.standard_normal(n).astype(np.float32)) for n in (3, 200)])
+    with ReplayServer(KernelSpec.from_kernel(kernel), store.root, keys, FAST,
+                      request_timeout=60) as server:
+        assert server.description["output_only"] == [], server.description
+        for attempt in range(5):
+            result = server.evaluate(Candidate(label=f"baseline {attempt}"))
+            assert result.status == "ok", result.summary()
+
+
 def test_baseline_is_ok_and_about_as_fast_as_itself(server):
     result = server.evaluate(Candidate(label="baseline"))
     assert result.status == "ok", result.summary()

@@ -27,8 +27,17 @@ def random_bytes(seed: int, count: int) -> np.ndarray:
 
 
 def poison_for(like: np.ndarray, seed: int) -> np.ndarray:
-    """The poison a buffer shaped like ``like`` holds before a run with ``seed``."""
-    return random_bytes(seed, like.nbytes).view(like.dtype).reshape(like.shape)
+    """The poison a buffer shaped like ``like`` holds before a run with ``seed``: random
+    bytes. A negative seed (the judge's probe of which buffers a kernel reads) also sets
+    every floating-point element's exponent bits, so each is a NaN or an Inf: a kernel that
+    reads the buffer only to multiply it by zero (``y = a*x + 0*y``) shows it at any size."""
+    poison = random_bytes(abs(seed), like.nbytes).view(like.dtype).reshape(like.shape)
+    component = like.dtype.itemsize // (2 if like.dtype.kind == "c" else 1)
+    if seed < 0 and like.dtype.kind in "fc" and component in (2, 4, 8):
+        info = np.finfo(np.dtype(f"f{component}"))
+        exponent = ((1 << info.nexp) - 1) << info.nmant
+        poison.reshape(-1).view(f"u{component}")[:] |= exponent
+    return poison
 
 
 def guard_length(dtype: np.dtype) -> int:
@@ -59,7 +68,8 @@ class GuardedBuffer:
             np.copyto(self.array, values)
         else:
             size = self.storage.size - 2 * self.guard
-            self.storage[self.guard: self.guard + size] = random_bytes(poison_seed, size)
+            self.storage[self.guard: self.guard + size] = \
+                poison_for(self.array, poison_seed).reshape(-1).view(np.uint8)
 
 
 def split_storage(storage: np.ndarray, like: np.ndarray) -> np.ndarray:
@@ -148,8 +158,8 @@ class PlainBuffer:
         if poison_seed is None:
             np.copyto(self.array, values)
         else:
-            self.array.reshape(-1).view(np.uint8)[:] = random_bytes(poison_seed,
-                                                                    self.array.nbytes)
+            self.array.reshape(-1).view(np.uint8)[:] = \
+                poison_for(self.array, poison_seed).reshape(-1).view(np.uint8)
 
     @property
     def storage(self) -> np.ndarray:

@@ -68,6 +68,10 @@ class Case:
 # A candidate right when judged and wrong on buffers laid out as in production.
 PRODUCTION = "production_layout"
 
+# The two poisons that probe whether the baseline reads a buffer it writes: random bytes,
+# then NaN or Inf in every floating-point element (see buffers.poison_for).
+PROBE_SEEDS = (11, -12)
+
 # Workloads timed per candidate at most: each costs its launch time every timing round.
 TIMED_WORKLOADS = 8
 
@@ -205,14 +209,14 @@ class Judge:
             if not slot.written or case.after:
                 continue
             probes, others_unmoved = [], True
-            for seed in (11, 12):
+            for seed in PROBE_SEEDS:
                 probe_reply = run(case, {str(number): seed}, 3)
                 outputs = self._outputs(case, probe_reply, 3)
                 probes.append(outputs[number])
                 others_unmoved &= _reads_none_of(number, outputs, first, probe_reply[0],
                                                  reply[0])
             kept = _equal_elements(probes[0], probes[1])
-            poison = [poison_for(slot.values, seed) for seed in (11, 12)]
+            poison = [poison_for(slot.values, seed) for seed in PROBE_SEEDS]
             untouched_hold_poison = all(
                 _equal_elements(p, q)[~kept].all() for p, q in zip(probes, poison, strict=True))
             if kept.any() and untouched_hold_poison and others_unmoved and \
