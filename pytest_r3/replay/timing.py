@@ -10,8 +10,23 @@ import numpy as np
 
 from .counters import Counters
 from .measurement import CaseTiming, Timing
-from .sampling import Arguments, Sampler
+from .sampling import Arguments, Sample, Sampler
 from .statistics import NOISE_FLOOR
+
+# One round of one case: (variant, set of buffers), set 0 being the baseline's arguments.
+# A B B A cancels a linear drift and a favoured position (1 + 4 = 2 + 3); each variant
+# follows the other once and itself once (the round before ends with the baseline); each
+# runs once on each set. The candidate's last sample is on set 0: its outputs are there.
+SCHEDULE = (("base", 0), ("cand", 1), ("cand", 0), ("base", 1))
+CANDIDATE_LAST_SET = 0
+
+
+def _mean(samples: list[Sample]) -> Sample:
+    """A variant's time in a round: the mean of its samples (None if one was dropped)."""
+    if any(s.seconds is None for s in samples):
+        return Sample(None)
+    return Sample(*(sum(getattr(s, what) for s in samples) / len(samples)
+                    for what in ("seconds", "cycles", "instructions")))
 
 
 def _settled(base_times: list[float], cand_times: list[float]) -> bool:
@@ -68,10 +83,12 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
     A round's time is the sum over cases of ``weight`` times the time of one launch (each
     weight 1 when none are given); ``cases`` holds each case's own per-round times, so a
     weighted total and per-workload speedups come from one measurement.
-    Each round times every case for both variants, the order alternating between rounds
-    and the two sets of buffers traded every other round (where arrays land in memory can
-    move a timing by 10% or more);
-    a sample repeats the launch until it lasts about ``min_sample_seconds`` (``repeats``:
+    Each round times every case for both variants in the order A B B A, each variant once
+    on each of the two sets of buffers (see :data:`SCHEDULE`), and a variant's time in the
+    round is the mean of its two samples: where arrays land in memory (several percent),
+    which position in a round is favoured and which side follows the other all cancel
+    within every round, so the baseline timed against itself is 1.00x round by round. A
+    variant's two samples in a round together last about ``min_sample_seconds`` (``repeats``:
     launches per sample already known, per case, from an earlier timing), in slices whose
     wall time is checked against the thread's CPU time (see sampling): a round with a
     sample that lost its core is taken again, at most ``retakes_per_round`` times per
@@ -92,7 +109,7 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
         single = sampler.single(baseline, args)
         if count is None:  # the baseline's time decides; a worker remembers it per case
             count = sampler.launches(single, max(1, min(10_000, math.ceil(
-                settings.min_sample_seconds / single))))
+                settings.min_sample_seconds / 2 / single))))
         repeats.append(count)
         slices.append(sampler.per_slice(single, args))
     weights = [1.0] * len(base_args) if weights is None else [float(w) for w in weights]
@@ -102,20 +119,17 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
     per_case: list[tuple[list[float], list[float]]] = [([], []) for _ in base_args]
     warmup = settings.warmup_rounds if race_against is None else \
         min(settings.warmup_rounds, settings.race_warmup_rounds)
+    launchers = {"base": baseline, "cand": candidate}
     round_index = retakes = 0
     while round_index < warmup + settings.timing_rounds:
         timed = round_index >= warmup
         ones = []
-        for b_args, c_args, repeat, per_slice in zip(base_args, cand_args, repeats, slices,
-                                                      strict=True):
-            if round_index // 2 % 2:  # trade buffers every other round: placement cancels
-                b_args, c_args = c_args, b_args
-            pair = [(baseline, b_args), (candidate, c_args)]
-            if round_index % 2:
-                pair.reverse()
-            taken = {id(args): sampler.sample(launcher, args, repeat, per_slice, timed)
-                     for launcher, args in pair}
-            ones.append((taken[id(b_args)], taken[id(c_args)]))
+        for sets, repeat, per_slice in zip(zip(base_args, cand_args), repeats, slices,
+                                           strict=True):
+            taken = [(side, sampler.sample(launchers[side], sets[which], repeat, per_slice,
+                                           timed)) for side, which in SCHEDULE]
+            ones.append(tuple(_mean([s for side, s in taken if side == wanted])
+                              for wanted in ("base", "cand")))
         if any(s.seconds is None for pair in ones for s in pair):
             retakes += 1
             if retakes > settings.retakes_per_round * (warmup + settings.timing_rounds):
