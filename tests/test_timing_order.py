@@ -13,7 +13,7 @@ import time
 import pytest
 
 from pytest_r3.replay.protocol import ReplaySettings
-from pytest_r3.replay.sampling import Arguments, Sampler
+from pytest_r3.replay.sampling import Arguments
 from pytest_r3.replay.timing import interleaved_speedup
 
 LAUNCH = 1e-3  # seconds a fake launch reports: one launch per slice, three per sample
@@ -86,27 +86,35 @@ def test_a_real_speedup_is_measured_at_its_size_when_a_set_is_faster():
 
 
 class Interrupted:
-    """A fake backend whose third slice loses its core (it sleeps: wall time passes, the
-    thread's CPU time does not) and whose fourth runs on what the other process left in
-    the caches: twice as slow, though the thread kept its core for all of it."""
+    """A fake backend whose calls numbered in ``lost`` lose their core (they sleep: wall
+    time passes, the thread's CPU time does not)."""
 
     cpu_clock = "thread"
 
-    def __init__(self) -> None:
-        self.calls = 0
+    def __init__(self, lost: range) -> None:
+        self.lost, self.calls = lost, 0
 
     def time(self, launcher, args, repeat: int) -> list[float]:
         self.calls += 1
-        if self.calls == 3:
+        if self.calls in self.lost:
             time.sleep(0.01)
-        return [LAUNCH * (2.0 if self.calls == 4 else 1.0)] * repeat
+        return [LAUNCH] * repeat
 
 
-def test_the_slice_after_a_lost_one_is_dropped_too():
-    """A slice right after the thread got its core back runs on cold caches (measured on
-    scaled_add at load 5: 17% slower than the others), so it is dropped with the lost one:
-    the sample keeps only slices that ran undisturbed, and both count as dropped."""
-    sampler = Sampler(Interrupted())
-    sample = sampler.sample(baseline, Arguments([[1]]), repeat=6, per_slice=1)
-    assert sampler.taken == 6 and sampler.dropped == 2
-    assert sample.seconds == pytest.approx(LAUNCH)
+def test_a_sample_that_lost_its_core_is_taken_again_alone():
+    """A round now has four samples per case, so taking the whole round again for one lost
+    sample (as before) would throw away three clean ones and, on a machine where long
+    launches often lose the core, leave no clean round at all: only the lost sample is
+    taken again, and the figures are those of an undisturbed timing."""
+    # three launches per sample, all in one slice (the fake's launches take no CPU time);
+    # after the sizing launch and a warm-up round (5 calls), the first timed sample loses
+    # the core and is dropped
+    backend = Interrupted(lost=range(6, 7))
+    settings = ReplaySettings(timing_rounds=5, min_timing_rounds=5, warmup_rounds=1,
+                              min_sample_seconds=2 * LAUNCH)
+    timing = interleaved_speedup(backend, baseline, candidate, [Arguments([[0]])],
+                                 [Arguments([[1]])], settings, repeats=[3])
+    # one sizing launch, then 6 rounds of 4 samples, and one sample taken again
+    assert backend.calls == 1 + 6 * 4 + 1
+    assert timing.rounds == 5 and timing.dropped == 1
+    assert timing.speedup == pytest.approx(1.0)

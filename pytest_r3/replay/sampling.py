@@ -5,10 +5,7 @@ hundred microseconds. Around each slice the worker reads its wall clock and the 
 of the thread that runs the launches (``CLOCK_THREAD_CPUTIME_ID``; the whole process's
 for a backend whose kernels run several threads). The two agree while the thread keeps
 its core; a slice whose wall time exceeds its CPU time by more than a small margin lost
-the core to another process (or the worker was stopped), so it is dropped and counted,
-and so is the slice after it, which runs on caches the other process used (on scaled_add
-at load 5 such slices were 17% slower than the rest; kept, they count against whichever
-side a periodic disturbance keeps hitting).
+the core to another process (or the worker was stopped), so it is dropped and counted.
 A sample keeps the mean launch time of its clean slices (it has at least three), and is
 dropped whole (its round is taken again) when none was clean. A GPU backend (``cpu_clock``
 "none") is timed by the device and checked no further here.
@@ -119,7 +116,6 @@ class Sampler:
         kept: list[float] = []
         cycles = instructions = 0
         done = 0
-        lost = False  # the previous slice lost the core: this one starts on cold caches
         while done < repeat:
             count = min(per_slice, repeat - done)
             if arguments.restore is not None:
@@ -135,8 +131,7 @@ class Sampler:
                 kept += times
                 continue
             self.taken += 1
-            after_lost, lost = lost, descheduled(wall, cpu)
-            if lost or after_lost:
+            if descheduled(wall, cpu):
                 self.dropped += 1
                 continue
             kept += times

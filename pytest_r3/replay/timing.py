@@ -90,9 +90,10 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
     within every round, so the baseline timed against itself is 1.00x round by round. A
     variant's two samples in a round together last about ``min_sample_seconds`` (``repeats``:
     launches per sample already known, per case, from an earlier timing), in slices whose
-    wall time is checked against the thread's CPU time (see sampling): a round with a
-    sample that lost its core is taken again, at most ``retakes_per_round`` times per
-    round planned, after which the rounds stop: ``busy`` with at least
+    wall time is checked against the thread's CPU time (see sampling): a sample that lost
+    its core is taken again at once (the rest of its round stands), up to
+    ``retakes_per_round`` retakes per round planned for each of a round's samples, after
+    which the rounds stop: ``busy`` with at least
     ``min_timing_rounds`` clean rounds (their figures stand, with a wider interval),
     ``too_busy`` with fewer. Rounds stop early, after
     ``min_timing_rounds``, once the ratio is steady (IQR under half the noise floor), and
@@ -120,24 +121,30 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
     warmup = settings.warmup_rounds if race_against is None else \
         min(settings.warmup_rounds, settings.race_warmup_rounds)
     launchers = {"base": baseline, "cand": candidate}
+    # samples taken again after losing their core, at most this many in all
+    allowed = settings.retakes_per_round * (warmup + settings.timing_rounds) \
+        * len(SCHEDULE) * len(base_args)
     round_index = retakes = 0
     while round_index < warmup + settings.timing_rounds:
         timed = round_index >= warmup
         ones = []
         for sets, repeat, per_slice in zip(zip(base_args, cand_args), repeats, slices,
                                            strict=True):
-            taken = [(side, sampler.sample(launchers[side], sets[which], repeat, per_slice,
-                                           timed)) for side, which in SCHEDULE]
+            taken = []
+            for side, which in SCHEDULE:
+                sample = sampler.sample(launchers[side], sets[which], repeat, per_slice, timed)
+                while sample.seconds is None and retakes < allowed:
+                    retakes += 1  # that sample again, at once: same variant, same buffers
+                    sample = sampler.sample(launchers[side], sets[which], repeat, per_slice,
+                                            timed)
+                taken.append((side, sample))
             ones.append(tuple(_mean([s for side, s in taken if side == wanted])
                               for wanted in ("base", "cand")))
         if any(s.seconds is None for pair in ones for s in pair):
-            retakes += 1
-            if retakes > settings.retakes_per_round * (warmup + settings.timing_rounds):
-                # enough clean rounds give a figure (a wider interval); fewer give none
-                enough = len(base_times) >= max(1, settings.min_timing_rounds)
-                stopped = "busy" if enough else "too_busy"
-                break
-            continue  # the same round again: same order, same buffers
+            # enough clean rounds give a figure (a wider interval); fewer give none
+            enough = len(base_times) >= max(1, settings.min_timing_rounds)
+            stopped = "busy" if enough else "too_busy"
+            break
         round_index += 1
         if not timed:
             continue
