@@ -14,7 +14,9 @@ background processes, for each example CPU kernel (scaled_add, matmul, jacobi2d)
      figure (target: within +-10%) and how many runs were within +-20% of it (target: 9 of
      10);
    - the share of timed slices dropped as descheduled (wall time beyond the thread's CPU
-     time), and how many evaluations were too busy to give a figure.
+     time, and the slice after such a one), overall and in the worst single evaluation
+     (what search/results.py's CONTENDED_SHARE is set from), and how many evaluations
+     were too busy to give a figure.
 
 Other work on the machine adds to every level: "load 0" is only as quiet as the machine
 is; the script prints the load average at each level.
@@ -88,7 +90,7 @@ class Load:
 
 def measure(server: ReplayServer, candidate: Candidate, runs: int) -> dict:
     """``runs`` evaluations: speedups, labels, dropped slices, too-busy outcomes."""
-    speedups, within_noise, busy, dropped, taken = [], [], 0, 0, 0
+    speedups, within_noise, busy, dropped, taken, shares = [], [], 0, 0, 0, []
     for _ in range(runs):
         result = server.evaluate(candidate)
         if result.status == "too_busy":
@@ -102,8 +104,9 @@ def measure(server: ReplayServer, candidate: Candidate, runs: int) -> dict:
         within_noise.append(result.timing.within_noise)
         dropped += result.timing.dropped
         taken += result.timing.taken
+        shares.append(result.timing.dropped_share)
     return {"speedups": speedups, "within_noise": within_noise, "busy": busy,
-            "dropped": dropped, "taken": taken}
+            "dropped": dropped, "taken": taken, "shares": shares}
 
 
 def main() -> None:
@@ -136,11 +139,11 @@ def main() -> None:
             rows = []
             for level in levels:
                 with Load(level):
-                    load = os.getloadavg()[0]
                     for name in kernels:
                         aa = measure(servers[name], Candidate(label="A/A"), aa_runs)
                         ab = measure(servers[name], Candidate(macros=VARIANTS[name],
                                                               label="A/B"), ab_runs)
+                        load = os.getloadavg()[0]  # over the last minute of this cell
                         rows.append((level, load, name, aa, ab, quiet[name]))
                         print_row(*rows[-1])
         finally:
@@ -153,7 +156,7 @@ def main() -> None:
 
 HEADER = (f"{'busy':>4} {'load':>5} {'kernel':<11} {'A/A +-5%':>9} {'A/A noise':>9} "
           f"{'A/B quiet':>9} {'A/B med':>8} {'med/quiet':>9} {'+-20%':>6} {'busy':>5} "
-          f"{'dropped':>8}")
+          f"{'dropped':>8} {'max/eval':>8}")
 
 
 def print_row(level, load, name, aa, ab, quiet) -> None:
@@ -163,11 +166,12 @@ def print_row(level, load, name, aa, ab, quiet) -> None:
     close = sum(abs(s / quiet - 1.0) <= 0.20 for s in ab["speedups"])
     taken = aa["taken"] + ab["taken"]
     share = (aa["dropped"] + ab["dropped"]) / taken if taken else 0.0
+    most = max(aa["shares"] + ab["shares"], default=0.0)  # the worst single evaluation
     aa_total = len(aa["speedups"]) + aa["busy"]
     ab_total = len(ab["speedups"]) + ab["busy"]
     print(f"{level:>4} {load:>5.1f} {name:<11} {near:>4}/{aa_total:<4} {noise:>4}/{aa_total:<4} "
           f"{quiet:>8.3f}x {median:>7.3f}x {median / quiet:>9.3f} {close:>3}/{ab_total:<2} "
-          f"{aa['busy'] + ab['busy']:>5} {share:>7.1%}", flush=True)
+          f"{aa['busy'] + ab['busy']:>5} {share:>7.1%} {most:>7.1%}", flush=True)
 
 
 def print_table(rows, aa_runs, ab_runs) -> None:

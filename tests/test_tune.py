@@ -114,6 +114,8 @@ def test_tune_finds_the_faster_order_and_writes_lock_and_reports(project: Path):
     checked = run(project, "--r3-check")
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "pytest-r3 check" in checked.stdout
+    # what the check's measurement rests on, as a claim's: the share of samples dropped
+    assert re.search(r"\d+% of timed samples dropped", checked.stdout), checked.stdout
 
     # a planted regression: the baseline became the fast order, the lock still says the slow
     (project / "tunemod.py").write_text(MODULE_PY.replace("[0, 1]", "[1, 0]"))

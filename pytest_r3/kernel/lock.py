@@ -40,6 +40,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from ..errors import CorruptStateError, CorruptStateWarning, DeclarationError
 from ..model.pipeline import bounds_problem as pipeline_bounds_problem
@@ -50,6 +51,8 @@ LOCK_NAME = "r3.lock"
 LOCK_ENV = "PYTEST_R3_LOCK"
 VERSION = 1
 LOCK_HINT = "r3.lock is kept with the project: make its folder writable"
+# Whether a kernel can use a lock entry: the closed set entry_status answers with.
+EntryStatus = Literal["ok", "patch pending", "stale"]
 FIX = "restore it from version control (a merge conflict?) or delete it and tune again"
 CONFLICT_FIX = ("resolve the conflict: keep one side of each conflicting entry (or delete the "
                 "file and tune again), then remove the markers")
@@ -508,7 +511,8 @@ def read_lock(path: str | Path) -> LockFile:
     return _read(str(path), info.st_mtime_ns, info.st_size)
 
 
-def entry_status(kernel, entry: dict, fingerprint: str | None = None) -> tuple[str, str]:
+def entry_status(kernel, entry: dict, fingerprint: str | None = None
+                 ) -> tuple[EntryStatus, str]:
     """Whether ``kernel`` can use ``entry``, by the one staleness rule: (``"ok"``, ""), or
     (``"patch pending"``, why) for a source rewrite whose patch is not applied yet, or
     (``"stale"``, why) for an entry made for another source (or header) or other CPU

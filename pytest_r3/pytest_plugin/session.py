@@ -23,7 +23,7 @@ from ..errors import CorruptStateError, R3Error, StateLockTimeout, StateWriteErr
 from ..kernel import declaration
 from ..kernel.lock import LOCK_NAME, LockFile
 from ..outputs import refuse_links
-from ..reports import KernelReport, RunInfo, write_reports
+from ..reports import KernelReport, RunInfo, Status, write_reports
 from ..reports.run import load_average
 from ..tuning.context import Tuning, TuningSettings
 from .oracle_run import failure_line
@@ -131,7 +131,7 @@ class TunePlugin:
         elif not self.rows and self.mode == "tune":
             write(self._nothing_to_tune(), yellow=True)
         lock = self._shown(self.lock_path)
-        if self.mode == "tune" and any(row.status.startswith("tuned") for row in self.rows):
+        if self.mode == "tune" and any(row.status.tuned for row in self.rows):
             write(f"lock file: {lock}")
         elif self.mode == "tune" and self.rows:
             write(f"lock file: none written ({lock} "
@@ -236,9 +236,10 @@ class TunePlugin:
                     row = tune_kernel(kernels[name], tuning, self.lock_path)
                 except R3Error as exc:  # r3.lock unwritable, corrupt or held: one line
                     row = KernelReport(name, kernels[name].backend.target_name(),
-                                       "FAILED: lock not written", notes=[str(exc)])
+                                       Status("FAILED", "lock not written"),
+                                       notes=[str(exc)])
                 row.timed_on = row.timed_on or timed_on  # said even when the baseline was kept
-                if row.status.startswith("FAILED"):
+                if row.status.failed:
                     self.failures.append(f"{name}: {row.notes[-1]}")
                 self.rows.append(row)
         finally:
@@ -301,7 +302,7 @@ class TunePlugin:
             if target != own_target:
                 continue
             row = check_kernel(kernel, target, entry, tuning, name in exercised)
-            if row.status.startswith("FAIL"):
+            if row.status.failed:
                 self.failures.append(f"{name}: {row.notes[-1]}")
             self.rows.append(row)
         if not self.rows:
@@ -327,7 +328,7 @@ class TunePlugin:
 
     def _unavailable(self, name: str) -> None:
         why = self.unimportable.get(name, "it is not declared here")
-        row = KernelReport(name, "-", "FAILED: not importable")
+        row = KernelReport(name, "-", Status("FAILED", "not importable"))
         row.notes.append(f"the xdist controller cannot get the kernel object: {why}")
         self.failures.append(f"{name}: {row.notes[-1]}")
         self.rows.append(row)

@@ -28,14 +28,15 @@ def table_lines(rows: list[KernelReport]) -> list[tuple[str, bool]]:
             break_on_hyphens=False, break_long_words=False))
 
     for row in rows:
-        red = row.status.startswith("FAIL")
+        red = row.status.failed
+        status = str(row.status)
         label = row.label if len(row.label) <= width else row.label[:width - 1] + "~"
-        lines.append((f"{label:<{width}} {row.status[:24]:<24} "
+        lines.append((f"{label:<{width}} {status[:24]:<24} "
                       f"{human_seconds(row.baseline_seconds):>9} "
                       f"{human_seconds(row.tuned_seconds):>9} {_speedup(row):>19} "
                       f"{f'{row.evaluations} ({row.new_evaluations})':>12}", red))
-        if len(row.label) > width or len(row.status) > 24:
-            wrapped(f"{row.label}: {row.status}", red=red)
+        if len(row.label) > width or len(status) > 24:
+            wrapped(f"{row.label}: {status}", red=red)
         if row.describe_confirmation():
             wrapped(row.describe_confirmation())
         if row.changes:
@@ -44,7 +45,7 @@ def table_lines(rows: list[KernelReport]) -> list[tuple[str, bool]]:
             wrapped(f"bucket {sub.bucket}: {sub.status}, {human_seconds(sub.baseline_seconds)}"
                     f" -> {human_seconds(sub.tuned_seconds)}, {_speedup(sub)}, "
                     f"{sub.evaluations} evaluations, {sub.describe_changes()}",
-                    red=sub.status.startswith("FAIL"))
+                    red=sub.status.failed)
         for workload in row.workloads:
             wrapped(f"workload {workload['origin']} [{workload['shape']}] x"
                     f"{workload['weight']:g}: {human_seconds(workload['baseline_median'])} -> "

@@ -36,12 +36,6 @@ Clock = Literal["thread", "process", "none"]
 FORMAT = 2  # the shape of Timing.as_dict; stored results without it are the older shape
 
 
-def candidate_set(round_index: int) -> int:
-    """Which of the two buffer sets the candidate runs on in round ``round_index`` (warm-up
-    rounds counted): timing trades them every other round, so placement cancels out and
-    both variants run on both sets' layouts (see layout.timed_seed)."""
-    return 0 if round_index // 2 % 2 else 1
-
 
 class MalformedTiming(ValueError):
     """Timing figures that are not well-formed: from a worker, a crash; on disk, a result
@@ -90,14 +84,27 @@ class CaseTiming(_Paired):
     baseline_samples: tuple[float, ...]
     candidate_samples: tuple[float, ...]
     workload: Workload | None = None
+    # per kept round: (baseline, candidate) on buffer set 0, then on set 1 (see Timing)
+    by_set: tuple[tuple[float, float, float, float], ...] = ()
+
+    def on_set(self, which: int) -> CaseTiming:
+        """Only the samples taken on buffer set ``which`` (unchanged without them)."""
+        if not self.by_set:
+            return self
+        return replace(self, baseline_samples=tuple(r[2 * which] for r in self.by_set),
+                       candidate_samples=tuple(r[2 * which + 1] for r in self.by_set),
+                       by_set=())
 
     def scaled(self, factor: float) -> CaseTiming:
         """As if the baseline took ``factor`` times the reference's time."""
-        return replace(self, baseline_samples=tuple(x * factor for x in self.baseline_samples))
+        return replace(self, baseline_samples=tuple(x * factor for x in self.baseline_samples),
+                       by_set=_scaled_sets(self.by_set, factor))
 
     def as_dict(self) -> dict:
         data = {"weight": self.weight, "baseline_samples": list(self.baseline_samples),
                 "candidate_samples": list(self.candidate_samples)}
+        if self.by_set:
+            data["by_set"] = [list(four) for four in self.by_set]
         if self.baseline_samples:  # derived, for a reader; from_dict recomputes them
             data.update(baseline_median=self.baseline_median,
                         candidate_median=self.candidate_median, speedup=self.speedup)
@@ -147,6 +154,9 @@ class Timing(_Paired):
     # on a GPU: the device, its clocks, the L2 flush and warm-up, the bytes each case moved
     # and whether the figures beat the speed of light (see device_timing); None on a CPU
     device: DeviceTiming | None = None
+    # per kept round, weighted like the samples: (baseline, candidate) on buffer set 0,
+    # then on set 1 (each variant runs once on each set in a round; empty where unknown)
+    by_set: tuple[tuple[float, float, float, float], ...] = ()
 
     # -- figures ---------------------------------------------------------------------------
     @property
@@ -196,6 +206,7 @@ class Timing(_Paired):
         factors = list(case_scales) if case_scales else [scale] * len(self.cases)
         return replace(self, basis="best_so_far", scaled_by=scale,
                        baseline_samples=tuple(x * scale for x in self.baseline_samples),
+                       by_set=_scaled_sets(self.by_set, scale),
                        cases=tuple(case.scaled(factor)
                                    for case, factor in zip(self.cases, factors, strict=True)))
 
@@ -217,18 +228,13 @@ class Timing(_Paired):
         return replace(self, timed_on=timed_on, cases=cases)
 
     def rounds_on(self, which: int) -> Timing:
-        """Only the rounds in which the candidate ran on buffer set ``which``."""
-        keep = [k for k in range(self.rounds)
-                if candidate_set(self.warmup_rounds + k) == which]
-
-        def pick(values: Sequence) -> tuple:
-            return tuple(values[k] for k in keep) if values else ()
-        return replace(self, baseline_samples=pick(self.baseline_samples),
-                       candidate_samples=pick(self.candidate_samples),
-                       cases=tuple(replace(case, baseline_samples=pick(case.baseline_samples),
-                                           candidate_samples=pick(case.candidate_samples))
-                                   for case in self.cases),
-                       cycles=pick(self.cycles), instructions=pick(self.instructions))
+        """Only the samples taken on buffer set ``which``: each variant's one sample of
+        every round on that set (unchanged where the timing kept no per-set samples)."""
+        if not self.by_set:
+            return self
+        return replace(self, baseline_samples=tuple(r[2 * which] for r in self.by_set),
+                       candidate_samples=tuple(r[2 * which + 1] for r in self.by_set),
+                       cases=tuple(case.on_set(which) for case in self.cases), by_set=())
 
     def on_worse_layout(self, names: Sequence[str]) -> Timing:
         """The figures production can count on. The two buffer sets are laid out as two
@@ -239,7 +245,7 @@ class Timing(_Paired):
         alone; else all rounds (a smaller gap is within what timing can tell)."""
         pooled = replace(self, layout="")
         halves = [self.rounds_on(which) for which in (0, 1)]
-        if not all(half.rounds >= 2 for half in halves):
+        if not self.by_set or not all(half.rounds >= 2 for half in halves):
             return pooled
         worse, better = sorted(halves, key=lambda half: half.speedup)
         low = np.array(worse.baseline_samples) / np.array(worse.candidate_samples)
@@ -273,6 +279,7 @@ class Timing(_Paired):
             "instructions": [list(pair) for pair in self.instructions],
             "rounds": self.rounds,
             **({"device": self.device.as_dict()} if self.device is not None else {}),
+            **({"by_set": [list(four) for four in self.by_set]} if self.by_set else {}),
         }
 
     @classmethod
@@ -302,7 +309,8 @@ class Timing(_Paired):
                 clock=str(data.get("clock", "thread")), counters=str(data.get("counters", "")),
                 cycles=_pairs(data.get("cycles", ())),
                 instructions=_pairs(data.get("instructions", ())),
-                device=DeviceTiming.from_dict(data.get("device")))
+                device=DeviceTiming.from_dict(data.get("device")),
+                by_set=_fours(data.get("by_set", ())))
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise MalformedTiming(f"malformed timing figures: {exc}") from None
         problem = timing._problem(weights)
@@ -330,10 +338,15 @@ class Timing(_Paired):
         if any(len(c.baseline_samples) != self.rounds or len(c.candidate_samples) != self.rounds
                for c in self.cases):
             return "per-case samples do not match the rounds"
+        if any(len(sets) not in (0, self.rounds) for sets in
+               (self.by_set, *(c.by_set for c in self.cases))):
+            return "per-set samples do not match the rounds"
         if not 0 <= self.dropped <= max(self.taken, self.dropped) or self.taken < 0:
             return "impossible counts of dropped samples"
         values = [*self.baseline_samples, *self.candidate_samples, self.scaled_by]
         values += [x for c in self.cases for x in (*c.baseline_samples, *c.candidate_samples)]
+        values += [x for sets in (self.by_set, *(c.by_set for c in self.cases))
+                   for four in sets for x in four]
         if not all(math.isfinite(v) and v > 0 for v in values):
             return "impossible timing figures (not positive and finite)"
         return ""
@@ -359,6 +372,18 @@ def _pairs(values: object) -> tuple[tuple[float, float], ...]:
     return pairs
 
 
+def _fours(values: object) -> tuple[tuple[float, float, float, float], ...]:
+    fours = tuple(tuple(float(x) for x in four) for four in values)  # type: ignore[union-attr]
+    if any(len(four) != 4 for four in fours):
+        raise ValueError("per-set samples that are not four per round")
+    return fours  # type: ignore[return-value]
+
+
+def _scaled_sets(by_set: tuple, factor: float) -> tuple:
+    """Per-set samples with each baseline time (set 0's and set 1's) times ``factor``."""
+    return tuple((b0 * factor, c0, b1 * factor, c1) for b0, c0, b1, c1 in by_set)
+
+
 def _case(case: Mapping, index: int, data: Mapping) -> CaseTiming:
     workload = case.get("workload")
     if workload is None and "format" not in data and data.get("workloads"):
@@ -367,4 +392,5 @@ def _case(case: Mapping, index: int, data: Mapping) -> CaseTiming:
         float(case["weight"]), _samples(case["baseline_samples"]),
         _samples(case["candidate_samples"]),
         None if workload is None else Workload(str(workload["key"]), str(workload["origin"]),
-                                               str(workload["shape"])))
+                                               str(workload["shape"])),
+        _fours(case.get("by_set", ())))

@@ -9,9 +9,24 @@ import math
 import numpy as np
 
 from .counters import Counters
-from .measurement import CaseTiming, Timing, candidate_set
-from .sampling import Arguments, Sampler
+from .measurement import CaseTiming, Timing
+from .sampling import Arguments, Sample, Sampler
 from .statistics import NOISE_FLOOR
+
+# One round of one case: (variant, set of buffers), set 0 being the baseline's arguments.
+# A B B A cancels a linear drift and a favoured position (1 + 4 = 2 + 3); each variant
+# follows the other once and itself once (the round before ends with the baseline); each
+# runs once on each set. The candidate's last sample is on set 0: its outputs are there.
+SCHEDULE = (("base", 0), ("cand", 1), ("cand", 0), ("base", 1))
+CANDIDATE_LAST_SET = 0
+
+
+def _mean(samples: list[Sample]) -> Sample:
+    """A variant's time in a round: the mean of its samples (None if one was dropped)."""
+    if any(s.seconds is None for s in samples):
+        return Sample(None)
+    return Sample(*(sum(getattr(s, what) for s in samples) / len(samples)
+                    for what in ("seconds", "cycles", "instructions")))
 
 
 def _settled(base_times: list[float], cand_times: list[float]) -> bool:
@@ -68,14 +83,17 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
     A round's time is the sum over cases of ``weight`` times the time of one launch (each
     weight 1 when none are given); ``cases`` holds each case's own per-round times, so a
     weighted total and per-workload speedups come from one measurement.
-    Each round times every case for both variants, the order alternating between rounds
-    and the two sets of buffers traded every other round (where arrays land in memory can
-    move a timing by 10% or more);
-    a sample repeats the launch until it lasts about ``min_sample_seconds`` (``repeats``:
+    Each round times every case for both variants in the order A B B A, each variant once
+    on each of the two sets of buffers (see :data:`SCHEDULE`), and a variant's time in the
+    round is the mean of its two samples: where arrays land in memory (several percent),
+    which position in a round is favoured and which side follows the other all cancel
+    within every round, so the baseline timed against itself is 1.00x round by round. A
+    variant's two samples in a round together last about ``min_sample_seconds`` (``repeats``:
     launches per sample already known, per case, from an earlier timing), in slices whose
-    wall time is checked against the thread's CPU time (see sampling): a round with a
-    sample that lost its core is taken again, at most ``retakes_per_round`` times per
-    round planned, after which the rounds stop: ``busy`` with at least
+    wall time is checked against the thread's CPU time (see sampling): a sample that lost
+    its core is taken again at once (the rest of its round stands), up to
+    ``retakes_per_round`` retakes per round planned for each of a round's samples, after
+    which the rounds stop: ``busy`` with at least
     ``min_timing_rounds`` clean rounds (their figures stand, with a wider interval),
     ``too_busy`` with fewer. Rounds stop early, after
     ``min_timing_rounds``, once the ratio is steady (IQR under half the noise floor), and
@@ -92,7 +110,7 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
         single = sampler.single(baseline, args)
         if count is None:  # the baseline's time decides; a worker remembers it per case
             count = sampler.launches(single, max(1, min(10_000, math.ceil(
-                settings.min_sample_seconds / single))))
+                settings.min_sample_seconds / 2 / single))))
         repeats.append(count)
         slices.append(sampler.per_slice(single, args))
     weights = [1.0] * len(base_args) if weights is None else [float(w) for w in weights]
@@ -100,36 +118,49 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
     counted: list[tuple[float, float, float, float]] = []
     raced, stopped = False, ""
     per_case: list[tuple[list[float], list[float]]] = [([], []) for _ in base_args]
+    per_case_sets: list[list[tuple]] = [[] for _ in base_args]
+    by_set: list[tuple] = []  # per kept round: base and candidate on set 0, then on set 1
     warmup = settings.warmup_rounds if race_against is None else \
         min(settings.warmup_rounds, settings.race_warmup_rounds)
+    launchers = {"base": baseline, "cand": candidate}
+    # samples taken again after losing their core, at most this many in all
+    allowed = settings.retakes_per_round * (warmup + settings.timing_rounds) \
+        * len(SCHEDULE) * len(base_args)
     round_index = retakes = 0
     while round_index < warmup + settings.timing_rounds:
         timed = round_index >= warmup
         ones = []
-        for b_args, c_args, repeat, per_slice in zip(base_args, cand_args, repeats, slices,
-                                                      strict=True):
-            if candidate_set(round_index) == 0:  # trade buffers every other round
-                b_args, c_args = c_args, b_args
-            pair = [(baseline, b_args), (candidate, c_args)]
-            if round_index % 2:
-                pair.reverse()
-            taken = {id(args): sampler.sample(launcher, args, repeat, per_slice, timed)
-                     for launcher, args in pair}
-            ones.append((taken[id(b_args)], taken[id(c_args)]))
+        ones_by_set: list[tuple] = []  # per case: base and candidate on set 0, then set 1
+        for sets, repeat, per_slice in zip(zip(base_args, cand_args), repeats, slices,
+                                           strict=True):
+            taken = []
+            for side, which in SCHEDULE:
+                sample = sampler.sample(launchers[side], sets[which], repeat, per_slice, timed)
+                while sample.seconds is None and retakes < allowed:
+                    retakes += 1  # that sample again, at once: same variant, same buffers
+                    sample = sampler.sample(launchers[side], sets[which], repeat, per_slice,
+                                            timed)
+                taken.append((side, sample))
+            ones.append(tuple(_mean([s for side, s in taken if side == wanted])
+                              for wanted in ("base", "cand")))
+            seconds = {(side, which): s.seconds for (side, s), (_, which)
+                       in zip(taken, SCHEDULE, strict=True)}
+            ones_by_set.append(tuple(seconds[side, which] for which in (0, 1)
+                                     for side in ("base", "cand")))
         if any(s.seconds is None for pair in ones for s in pair):
-            retakes += 1
-            if retakes > settings.retakes_per_round * (warmup + settings.timing_rounds):
-                # enough clean rounds give a figure (a wider interval); fewer give none
-                enough = len(base_times) >= max(1, settings.min_timing_rounds)
-                stopped = "busy" if enough else "too_busy"
-                break
-            continue  # the same round again: same order, same buffers
+            # enough clean rounds give a figure (a wider interval); fewer give none
+            enough = len(base_times) >= max(1, settings.min_timing_rounds)
+            stopped = "busy" if enough else "too_busy"
+            break
         round_index += 1
         if not timed:
             continue
         for number, (base_one, cand_one) in enumerate(ones):
             per_case[number][0].append(base_one.seconds)
             per_case[number][1].append(cand_one.seconds)
+            per_case_sets[number].append(ones_by_set[number])
+        by_set.append(tuple(sum(w * four[k] for w, four in zip(weights, ones_by_set))
+                            for k in range(4)))
         base_times.append(sum(w * b.seconds for w, (b, _) in zip(weights, ones)))
         cand_times.append(sum(w * c.seconds for w, (_, c) in zip(weights, ones)))
         counted.append(tuple(sum(w * getattr(s, what) for w, s in zip(weights, side))
@@ -148,8 +179,10 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
             break
     return Timing(
         baseline_samples=tuple(base_times), candidate_samples=tuple(cand_times),
-        cases=tuple(CaseTiming(weight, tuple(b), tuple(c))
-                    for (b, c), weight in zip(per_case, weights, strict=True)),
+        cases=tuple(CaseTiming(weight, tuple(b), tuple(c), by_set=tuple(sets))
+                    for (b, c), weight, sets in zip(per_case, weights, per_case_sets,
+                                                    strict=True)),
+        by_set=tuple(by_set),
         repeats=tuple(repeats), warmup_rounds=warmup, raced=raced, stopped=stopped,
         dropped=sampler.dropped, taken=sampler.taken, clock=sampler.clock,
         counters=counters.describe() if counters is not None else "",

@@ -13,8 +13,10 @@ from pathlib import Path
 from ..outputs import make_dirs
 from .model import KernelReport
 from .run import RunInfo
+from .status import Outcome, Status
 
-__all__ = ["KernelReport", "RunInfo", "report_paths", "write_reports"]
+__all__ = ["KernelReport", "Outcome", "RunInfo", "Status", "report_paths",
+           "write_reports"]
 
 
 def report_paths(r3_dir: str | Path, kind: str = "tuning") -> dict[str, Path]:

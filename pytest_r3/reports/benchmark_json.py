@@ -33,7 +33,7 @@ def _benchmark(row: KernelReport, which: str, samples: list[float]) -> dict:
         "fullname": f"r3::{row.label}[{which}]",
         "params": {"variant": which},
         "param": which,
-        "extra_info": {"target": row.target, "status": row.status, "speedup": row.speedup,
+        "extra_info": {"target": row.target, "status": row.status.as_dict(), "speedup": row.speedup,
                        "baseline_kept": row.baseline_kept,
                        "interval": row.interval, "noise_band": row.noise_band,
                        "dropped_share": row.dropped_share, "confirmed_in": row.confirmed_in,

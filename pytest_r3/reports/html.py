@@ -66,10 +66,10 @@ def _summary(rows: list[KernelReport]) -> str:
              "<th class='num'>failed</th><th>settings</th></tr>"]
     for row in with_buckets(rows):
         failed = sum(cause["count"] for cause in row.failure_causes)
-        css = "fail" if row.status.startswith("FAIL") else ""
+        css = "fail" if row.status.failed else ""
         lines.append(
             f"<tr><td><a href='#{_anchor(row)}'>{_e(row.label)}</a></td>"
-            f"<td class='{css}'>{_e(row.status)}</td>"
+            f"<td class='{css}'>{_e(str(row.status))}</td>"
             f"<td class='num'>{human_seconds(row.baseline_seconds)}</td>"
             f"<td class='num'>{human_seconds(row.tuned_seconds)}</td>"
             f"<td class='num'>{_interval(row)}</td><td class='num'>{row.evaluations}</td>"
@@ -91,13 +91,13 @@ def _anchor(row: KernelReport) -> str:
 
 def _headline(row: KernelReport) -> str:
     if row.speedup is None:
-        return f"<p class='big muted'>{_e(row.status)}</p>"
+        return f"<p class='big muted'>{_e(str(row.status))}</p>"
     css = "good" if row.speedup >= 1 else "fail"
     interval = (f" (95% interval {row.interval[0]:.2f}-{row.interval[1]:.2f})"
                 if len(row.interval) == 2 else "")
     return (f"<p><span class='big {css}'>{row.speedup:.2f}x</span> confirmed{interval}: "
             f"{human_seconds(row.baseline_seconds)} &rarr; {human_seconds(row.tuned_seconds)}"
-            f" per timed run, {_e(row.status)}</p>"
+            f" per timed run, {_e(str(row.status))}</p>"
             f"<p class='muted'>{_e(row.describe_confirmation())}</p>")
 
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 
+from .status import Status
+
 
 @dataclass
 class KernelReport:
     kernel: str
     target: str
-    status: str                      # tuned, baseline kept, oracle tests failed, not tuned...
+    status: Status                   # what became of the kernel (see reports/status.py)
     baseline_seconds: float | None = None
     tuned_seconds: float | None = None
     speedup: float | None = None
@@ -56,21 +58,26 @@ class KernelReport:
         """The kernel's name, with the bucket for a bucket's sub-row: ``matvec [n=1024]``."""
         return f"{self.kernel} [{self.bucket}]" if self.bucket else self.kernel
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.status, Status):  # free text is refused where it is made
+            raise TypeError(f"a report row's status is a Status, not {self.status!r}")
+
     def as_dict(self) -> dict:
-        return asdict(self)
+        return asdict(self)  # the status as {"outcome": ..., "detail": ...}
 
     @classmethod
     def from_dict(cls, data: dict) -> KernelReport:
         """A row written by :meth:`as_dict` (keys it does not know are ignored)."""
         known = {f.name for f in fields(cls)} - {"buckets"}
-        row = cls(**{key: value for key, value in data.items() if key in known})
+        values = {key: value for key, value in data.items() if key in known}
+        row = cls(**{**values, "status": Status.from_data(data.get("status", ""))})
         row.buckets = [cls.from_dict(sub) for sub in data.get("buckets") or ()]
         return row
 
     @property
     def baseline_kept(self) -> bool:
         """The search ran and found nothing to lock: the baseline stays."""
-        return self.status == "baseline kept"
+        return self.status.outcome == "baseline kept"
 
     def describe_interval(self) -> str:
         """The speedup with its 95% interval, ``2.91x [2.80-3.02]``, or "-"."""
@@ -82,7 +89,8 @@ class KernelReport:
 
     def describe_confirmation(self) -> str:
         """One line on what the speedup rests on: where it was confirmed, its interval, the
-        noise band, the share of samples dropped, and the search's estimate ("" if none)."""
+        noise band, the share of samples dropped (a check's measurement too), and the
+        search's estimate ("" if none)."""
         parts = []
         if self.speedup is not None and self.confirmed_in:
             parts.append(f"confirmed in a {self.confirmed_in}: {self.speedup:.2f}x"
@@ -91,7 +99,7 @@ class KernelReport:
         if len(self.noise_band) == 2:
             parts.append(f"noise band {self.noise_band[0]:.3f}-{self.noise_band[1]:.3f} "
                          "(baseline against itself)")
-        if self.dropped_share is not None and self.confirmed_in:
+        if self.dropped_share is not None and self.speedup is not None:  # tune and check
             parts.append(f"{100 * self.dropped_share:.0f}% of timed samples dropped")
         if self.search_estimate is not None:
             parts.append(f"search estimate {self.search_estimate:.2f}x")

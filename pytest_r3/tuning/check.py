@@ -17,7 +17,7 @@ from ..kernel.lock import entry_status, variant_from_entry
 from ..replay.measurement import Timing
 from ..replay.protocol import Candidate
 from ..replay.statistics import median_ratio, ratio_interval
-from ..reports import KernelReport
+from ..reports import KernelReport, Status
 from .claims import Band, calibrate
 from .context import Tuning
 from .rows import measured
@@ -25,9 +25,9 @@ from .rows import measured
 
 def check_kernel(kernel, target: str, entry: dict, tuning: Tuning,
                  exercised: bool) -> KernelReport:
-    """The row for one lock entry; a failed check has a status starting with ``FAIL:`` and
-    says why. Any error becomes such a row, never an exception."""
-    row = KernelReport(kernel.name, target, "ok", changes={
+    """The row for one lock entry; a failed check has the status ``FAIL`` (with what
+    failed) and says why. Any error becomes such a row, never an exception."""
+    row = KernelReport(kernel.name, target, Status("ok"), changes={
         "macros": entry.get("macros", {}), "pipeline": entry.get("pipeline", {})})
     row.bucket = entry.get("bucket", "")  # one bucket of a specialised kernel
     row.notes.append(f"locked speedup {entry.get('speedup', '?')}x when tuned")
@@ -37,8 +37,8 @@ def check_kernel(kernel, target: str, entry: dict, tuning: Tuning,
         return _fail(row, "error", f"the check could not run: {type(exc).__name__}: {exc}")
 
 
-def _fail(row: KernelReport, status: str, why: str) -> KernelReport:
-    row.status = f"FAIL: {status}"
+def _fail(row: KernelReport, what: str, why: str) -> KernelReport:
+    row.status = Status("FAIL", what)
     row.notes.append(why)
     return row
 
@@ -47,7 +47,7 @@ def _check(kernel, entry: dict, tuning: Tuning, exercised: bool,
            row: KernelReport) -> KernelReport:
     status, why = entry_status(kernel, entry)
     if status == "patch pending":
-        row.status = "patch not applied"
+        row.status = Status("patch not applied")
         row.notes.append(f"the locked variant is a source rewrite: review and apply "
                          f".r3/patches/{kernel.name}.patch (git apply), then check "
                          "again; until then plain runs use the baseline")
@@ -55,7 +55,7 @@ def _check(kernel, entry: dict, tuning: Tuning, exercised: bool,
     if status == "stale":
         return _fail(row, "stale", f"the lock {why}: run pytest --r3-tune")
     if not exercised:
-        row.status = "not exercised"
+        row.status = Status("not exercised")
         row.notes.append("no oracle test launched it in this session; not checked")
         return row
     try:

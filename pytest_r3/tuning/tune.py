@@ -15,7 +15,7 @@ from ..errors import R3Error
 from ..kernel.lock import features_hash, source_fingerprint, update_entry
 from ..outputs import write_text_atomic
 from ..replay.protocol import Candidate
-from ..reports import KernelReport
+from ..reports import KernelReport, Status
 from ..reports.model import describe_settings
 from ..search.parametrization import SearchSpace
 from ..search.results import ResultStore, configuration_key, result_context
@@ -31,9 +31,10 @@ def tune_kernel(kernel, tuning: Tuning, lock_path) -> KernelReport:
     row's status, never an exception that stops the others."""
     settings = tuning.settings
     target = kernel.backend.target_name()
-    row = KernelReport(kernel.name, target, "baseline kept", optimizer=settings.optimizer)
+    row = KernelReport(kernel.name, target, Status("baseline kept"),
+                       optimizer=settings.optimizer)
     if getattr(kernel.backend, "emulated", False):  # see backends/cuda/emulation.py
-        row.status = "not tuned"
+        row.status = Status("not tuned")
         language = {"cuda": "CUDA", "hip": "HIP"}.get(kernel.backend_name,
                                                        kernel.backend_name)
         row.notes.append(f"{language} runs in emulation on the CPU here: its timings say "
@@ -45,7 +46,7 @@ def tune_kernel(kernel, tuning: Tuning, lock_path) -> KernelReport:
         tuning.say_once("pytest-r3: no LLM configured (--r3-llm-model): tuning settings "
                         "only, no source rewrites")
     if not kernel.space.tunables and not settings.search_pipeline and settings.llm is None:
-        row.status = "not tuned"
+        row.status = Status("not tuned")
         row.notes.append("nothing to tune: no tunables and r3_search_pipeline is false")
         return row
     tuning.say(f"pytest-r3: tuning {kernel.name} on {target} with {settings.optimizer}, "
@@ -63,7 +64,7 @@ def _tune_buckets(kernel, tuning: Tuning, lock_path, row: KernelReport) -> Kerne
     try:
         buckets = tuning.buckets(kernel)
     except Exception as exc:  # a bad specialize= names itself here
-        row.status = "FAILED: tuning error"
+        row.status = Status("FAILED", "tuning error")
         row.notes.append(f"{type(exc).__name__}: {exc}")
         return row
     if tuning.settings.llm is not None:
@@ -72,14 +73,14 @@ def _tune_buckets(kernel, tuning: Tuning, lock_path, row: KernelReport) -> Kerne
                          "without specialize= to evolve its source")
     for label, keys in buckets.items():
         tuning.say(f"pytest-r3: {kernel.name}: bucket {label} ({len(keys)} recording(s))")
-        sub = KernelReport(kernel.name, row.target, "baseline kept", optimizer=row.optimizer,
-                           bucket=label)
+        sub = KernelReport(kernel.name, row.target, Status("baseline kept"),
+                           optimizer=row.optimizer, bucket=label)
         row.buckets.append(_tune_variant(kernel, tuning, lock_path, sub, label, keys))
-    tuned = [b for b in row.buckets if b.status.startswith("tuned")]
-    failed = [b for b in row.buckets if b.status.startswith("FAILED")]
-    row.status = (f"FAILED: {len(failed)} of {len(row.buckets)} bucket(s)" if failed
-                  else f"tuned {len(tuned)} of {len(row.buckets)} bucket(s)" if tuned
-                  else "baseline kept")
+    tuned = [b for b in row.buckets if b.status.tuned]
+    failed = [b for b in row.buckets if b.status.failed]
+    row.status = (Status("FAILED", f"{len(failed)} of {len(row.buckets)} bucket(s)") if failed
+                  else Status("tuned buckets", f"{len(tuned)} of {len(row.buckets)} bucket(s)")
+                  if tuned else Status("baseline kept"))
     row.evaluations = sum(b.evaluations for b in row.buckets)
     row.new_evaluations = sum(b.new_evaluations for b in row.buckets)
     row.timed_on = next((b.timed_on for b in row.buckets if b.timed_on), "")
@@ -114,7 +115,7 @@ def _tune_variant(kernel, tuning: Tuning, lock_path, row: KernelReport,
                                     retune=settings.retune, bucket=bucket,
                                     specialize=specialize)
         except R3Error as exc:  # unwritable, corrupt or held r3.lock: the row says so
-            row.status = "FAILED: lock not written"
+            row.status = Status("FAILED", "lock not written")
             row.notes.append(str(exc))
             return None
         if decision.action == "kept":
@@ -144,7 +145,7 @@ def _tune_variant(kernel, tuning: Tuning, lock_path, row: KernelReport,
                                              band)
             claim = None if best is None else confirm(pool, best, band)
     except Exception as exc:  # one kernel's trouble must not stop the others
-        row.status = "FAILED: tuning error"
+        row.status = Status("FAILED", "tuning error")
         row.notes.append(f"{type(exc).__name__}: {exc}")
         return row
     row.noise_band = [band.low, band.high]
@@ -173,11 +174,11 @@ def _tune_variant(kernel, tuning: Tuning, lock_path, row: KernelReport,
                              source_text=best.source_text, **best.macros)
     failures = tuning.run_oracles(kernel, variant, best)
     if failures:
-        row.status = "rejected by oracles"
+        row.status = Status("rejected by oracles")
         row.notes += [f"oracle test failed with the best variant: {f}" for f in failures]
         commit(None)
         return row
-    row.status = "tuned" if best.source_text is None else "tuned (source rewrite)"
+    row.status = Status("tuned" if best.source_text is None else "tuned (source rewrite)")
     entry = _lock_entry(kernel, tuning, row, best, outcome.optimizer)
     if best.source_text is not None:  # the lock names the rewrite; the patch carries it
         entry["rewrite_hash"] = source_fingerprint(kernel.source.with_text(best.source_text))
