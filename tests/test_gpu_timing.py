@@ -35,7 +35,7 @@ from pytest_r3.replay.device_timing import DeviceTiming, speed_of_light
 from pytest_r3.replay.judge import Case
 from pytest_r3.replay.measurement import Timing
 from pytest_r3.replay.protocol import STATUSES, Result
-from pytest_r3.reports import KernelReport, markdown
+from pytest_r3.reports import KernelReport, Status, markdown
 from pytest_r3.tuning.context import Tuning, TuningSettings
 from pytest_r3.tuning.rows import measured
 from pytest_r3.tuning.tune import _lock_entry, _suspect
@@ -146,7 +146,7 @@ def test_the_conditions_travel_in_the_timing_and_reach_the_report_row():
     again = Timing.from_dict(json.loads(json.dumps(timing.as_dict())))
     assert again.device == device and again.suspect == ""
     assert Timing.from_dict(Timing.from_samples([1.0], [1.0]).as_dict()).device is None
-    row = KernelReport("saxpy", "cuda-sm_90", "tuned")
+    row = KernelReport("saxpy", "cuda-sm_90", Status("tuned"))
     measured(row, again)
     assert row.gpu["clocks"]["sm_mhz"] == 1980 and row.gpu["facts"]["l2_bytes"] == 50 << 20
     assert ("NVIDIA H100 80GB HBM3; peak 3352 GB/s; L2 flush 100 MiB between samples; 3 "
@@ -159,7 +159,7 @@ def test_the_lock_entry_keeps_the_device_and_its_clocks(tmp_path):
                                   "y[i] += 1.0f; }\n")
     kernel = r3.kernel(tmp_path / "k.c", entry="k", name="gpu_timing_lock")
     device = DeviceTiming(H100, Clocks(1755, 2619, 52, 410.0, ("hw_slowdown",)), 100 << 20)
-    row = KernelReport(kernel.name, "cuda-sm_90-nvidia-h100-80gb-hbm3", "tuned")
+    row = KernelReport(kernel.name, "cuda-sm_90-nvidia-h100-80gb-hbm3", Status("tuned"))
     measured(row, Timing.from_samples([2e-5] * 5, [1e-5] * 5).on_device(device))
     tuning = Tuning(TuningSettings(budget=None), tmp_path / ".r3", tmp_path, None,
                     lambda name: [], lambda *a: [])
@@ -167,7 +167,7 @@ def test_the_lock_entry_keeps_the_device_and_its_clocks(tmp_path):
     assert entry["gpu"] == {"facts": H100.as_dict(), "clocks": device.clocks.as_dict(),
                             "flush_bytes": 100 << 20, "warmup_launches": 3}
     json.dumps(entry)  # plain data, as r3.lock holds it
-    cpu_row = KernelReport(kernel.name, "x86_64", "tuned")
+    cpu_row = KernelReport(kernel.name, "x86_64", Status("tuned"))
     measured(cpu_row, Timing.from_samples([2e-5] * 5, [1e-5] * 5))
     assert "gpu" not in _lock_entry(kernel, tuning, cpu_row, Candidate(), "NGOpt")
 
@@ -214,9 +214,9 @@ def test_a_timing_faster_than_the_memory_allows_is_suspect_and_never_locked(copy
                                       "candidate on timed case 1")
     assert "(buffer sizes) at the device's peak 0.001 GB/s" in result.reason()
     assert explain(result).startswith("NOT TRUSTED: speed of light")
-    row = KernelReport("gpu_timing_copy", "cuda-sm_90", "baseline kept")
-    assert _suspect(row, result) and row.status == "suspect"
-    assert not _suspect(KernelReport("k", "t", "tuned"), Result("ok"))
+    row = KernelReport("gpu_timing_copy", "cuda-sm_90", Status("baseline kept"))
+    assert _suspect(row, result) and row.status == Status("suspect")
+    assert not _suspect(KernelReport("k", "t", Status("tuned")), Result("ok"))
     assert row.notes == [f"not locked: {result.reason()}"]
     lines = [line for line, _ in table_lines([row])]
     assert lines[1].split()[:2] == ["gpu_timing_copy", "suspect"]

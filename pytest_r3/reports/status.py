@@ -20,6 +20,8 @@ Outcome = Literal[
     "not tuned",               # nothing to tune, or a kernel that cannot be timed here
     "rejected by oracles",     # the winner failed the kernel's own tests
     "FAILED",                  # the run could not tune it (detail: why)
+    "suspect",                 # a GPU timing faster than the device's memory allows:
+                               # no claim, nothing locked, no --r3-check verdict
     # --r3-check
     "ok",                      # the locked variant still fits, verifies and is not slower
     "patch not applied",       # a rewrite locked, its patch not applied yet

@@ -79,7 +79,7 @@ def _check(kernel, entry: dict, tuning: Tuning, exercised: bool,
     row.noise_band = [band.low, band.high]
     for result in results:
         if result.status == "suspect":  # a GPU timing faster than light: no verdict
-            row.status = "suspect"
+            row.status = Status("suspect")
             row.notes.append(f"no speed verdict: {result.reason()}")
             return row
         if not result.ok:

@@ -224,7 +224,7 @@ def _suspect(row: KernelReport, result) -> bool:
     replay/device_timing): the row then says "suspect" and why, and nothing is locked."""
     if result is None or result.status != "suspect":
         return False
-    row.status = "suspect"
+    row.status = Status("suspect")
     row.notes.append(f"not locked: {result.reason()}")
     return True
 
