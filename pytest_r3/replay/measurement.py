@@ -157,6 +157,7 @@ class Timing(_Paired):
     # per kept round, weighted like the samples: (baseline, candidate) on buffer set 0,
     # then on set 1 (each variant runs once on each set in a round; empty where unknown)
     by_set: tuple[tuple[float, float, float, float], ...] = ()
+    last_set: int = 0  # the buffer set the candidate's last timed sample ran on
 
     # -- figures ---------------------------------------------------------------------------
     @property
@@ -280,6 +281,7 @@ class Timing(_Paired):
             "rounds": self.rounds,
             **({"device": self.device.as_dict()} if self.device is not None else {}),
             **({"by_set": [list(four) for four in self.by_set]} if self.by_set else {}),
+            "last_set": self.last_set,
         }
 
     @classmethod
@@ -310,7 +312,8 @@ class Timing(_Paired):
                 cycles=_pairs(data.get("cycles", ())),
                 instructions=_pairs(data.get("instructions", ())),
                 device=DeviceTiming.from_dict(data.get("device")),
-                by_set=_fours(data.get("by_set", ())))
+                by_set=_fours(data.get("by_set", ())),
+                last_set=int(data.get("last_set", 0)))
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise MalformedTiming(f"malformed timing figures: {exc}") from None
         problem = timing._problem(weights)
@@ -319,6 +322,8 @@ class Timing(_Paired):
         return timing
 
     def _problem(self, weights: Sequence[float] | None) -> str:
+        if self.last_set not in (0, 1):
+            return "no such buffer set"
         if self.stopped not in STOPS:
             return f"unknown reason to stop timing {self.stopped!r}"
         if self.basis not in get_args(Basis) or self.clock not in get_args(Clock) \

@@ -31,7 +31,7 @@ from .heartbeat import quiet
 from .layout import prefer_heap, timed_seed
 from .protocol import KernelSpec, Rejected, ReplaySettings
 from .sampling import Arguments
-from .timing import CANDIDATE_LAST_SET, interleaved_speedup
+from .timing import interleaved_speedup
 
 ROTATION = 4  # prepared copies of a timed case whose kernel updates its buffers in place
 ROTATION_BYTES = 64 << 20  # at most this much in such copies per case and set
@@ -247,8 +247,8 @@ class Runner:
         reply = self._timed_reply(timing)
         if timing.raced or timing.stopped == "too_busy":  # never kept: no check needed
             return reply, {}
-        # the set of buffers the candidate ran on last (the same in every round)
-        last_set = list(sets.values())[CANDIDATE_LAST_SET]
+        # the set of buffers the candidate ran on last
+        last_set = list(sets.values())[timing.last_set]
         arrays = {}
         for position, (arguments, buffers) in enumerate(last_set):
             # what the last timed launch on the first copy left: one launch's outputs on

@@ -16,9 +16,24 @@ from .statistics import NOISE_FLOOR
 # One round of one case: (variant, set of buffers), set 0 being the baseline's arguments.
 # A B B A cancels a linear drift and a favoured position (1 + 4 = 2 + 3); each variant
 # follows the other once and itself once (the round before ends with the baseline); each
-# runs once on each set. The candidate's last sample is on set 0: its outputs are there.
+# runs once on each set. Odd rounds start on the other set, so that each set's own pairs
+# (baseline and candidate on that set, see Timing.by_set) meet every position in turn: a
+# favoured position then never looks like a layout that favours one variant.
 SCHEDULE = (("base", 0), ("cand", 1), ("cand", 0), ("base", 1))
-CANDIDATE_LAST_SET = 0
+
+
+def schedule(round_index: int) -> tuple[tuple[str, int], ...]:
+    """Round ``round_index``'s order (warm-up rounds counted): SCHEDULE, its sets swapped
+    in odd rounds."""
+    if round_index % 2 == 0:
+        return SCHEDULE
+    return tuple((side, 1 - which) for side, which in SCHEDULE)
+
+
+def candidate_last_set(round_index: int) -> int:
+    """The set the candidate's last sample of round ``round_index`` ran on (its outputs are
+    there)."""
+    return [which for side, which in schedule(round_index) if side == "cand"][-1]
 
 
 def _mean(samples: list[Sample]) -> Sample:
@@ -126,7 +141,7 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
     # samples taken again after losing their core, at most this many in all
     allowed = settings.retakes_per_round * (warmup + settings.timing_rounds) \
         * len(SCHEDULE) * len(base_args)
-    round_index = retakes = 0
+    round_index = retakes = last_set = 0
     while round_index < warmup + settings.timing_rounds:
         timed = round_index >= warmup
         ones = []
@@ -134,7 +149,7 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
         for sets, repeat, per_slice in zip(zip(base_args, cand_args), repeats, slices,
                                            strict=True):
             taken = []
-            for side, which in SCHEDULE:
+            for side, which in schedule(round_index):
                 sample = sampler.sample(launchers[side], sets[which], repeat, per_slice, timed)
                 while sample.seconds is None and retakes < allowed:
                     retakes += 1  # that sample again, at once: same variant, same buffers
@@ -144,9 +159,10 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
             ones.append(tuple(_mean([s for side, s in taken if side == wanted])
                               for wanted in ("base", "cand")))
             seconds = {(side, which): s.seconds for (side, s), (_, which)
-                       in zip(taken, SCHEDULE, strict=True)}
+                       in zip(taken, schedule(round_index), strict=True)}
             ones_by_set.append(tuple(seconds[side, which] for which in (0, 1)
                                      for side in ("base", "cand")))
+        last_set = candidate_last_set(round_index)  # where the candidate ran last so far
         if any(s.seconds is None for pair in ones for s in pair):
             # enough clean rounds give a figure (a wider interval); fewer give none
             enough = len(base_times) >= max(1, settings.min_timing_rounds)
@@ -182,7 +198,7 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
         cases=tuple(CaseTiming(weight, tuple(b), tuple(c), by_set=tuple(sets))
                     for (b, c), weight, sets in zip(per_case, weights, per_case_sets,
                                                     strict=True)),
-        by_set=tuple(by_set),
+        by_set=tuple(by_set), last_set=last_set,
         repeats=tuple(repeats), warmup_rounds=warmup, raced=raced, stopped=stopped,
         dropped=sampler.dropped, taken=sampler.taken, clock=sampler.clock,
         counters=counters.describe() if counters is not None else "",
