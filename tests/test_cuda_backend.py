@@ -9,6 +9,7 @@ runtime and a GPU are usable; ptxas and nvcc checks skip unless those tools are 
 from __future__ import annotations
 
 import json
+import os
 import struct
 import subprocess
 import sys
@@ -751,3 +752,41 @@ def test_replay_workers_run_cuda_candidates(tmp_path):
         crash = server.evaluate(Candidate(source_text=broken, label="overrun"))
         assert crash.status in ("crash", "wrong_output"), crash.summary()
         assert server.evaluate(Candidate(macros={"BLOCK": 256, "ITEMS": 1})).ok
+
+
+def test_a_contained_replay_worker_starts_no_ptxas(tmp_path):
+    """On a GPU machine with ptxas installed, the replay worker (contained: no file writes,
+    no programs once sealed) ran ptxas to load the baseline, and every kernel was 'rejected'.
+    After the backend's enter_worker hook, its PTX goes to the driver as text."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "ptxas").write_text("#!/bin/sh\n[ \"$1\" = --version ] && echo stand-in && "
+                                 "exit 0\necho 'ptxas info : Used 8 registers' >&2\n"
+                                 "for a; do out=$a; done\n: > \"$out\"\n")
+    (tools / "ptxas").chmod(0o755)
+    (tmp_path / "saxpy.ll").write_text(CUDABackend("sm_90").compile(source_of("saxpy"),
+                                                                     EXAMPLES["saxpy"][1]))
+    code = (
+        "import sys\n"
+        "from pytest_r3 import Pipeline\n"
+        "from pytest_r3.backends.cuda import CUDABackend\n"
+        "from pytest_r3.replay import containment\n"
+        "backend = CUDABackend('sm_90')\n"
+        f"ir = open({str(tmp_path / 'saxpy.ll')!r}).read()\n"
+        "if sys.argv[1] == 'hook':\n"
+        "    backend.enter_worker()\n"
+        "containment.enter()\n"
+        "build = backend.compile_ptx(ir, 'saxpy', Pipeline())\n"
+        "print('PTXAS', build.diagnostics['ptxas'], build.cubin is None)\n")
+    env = {**os.environ, "PATH": f"{tools}:{os.environ['PATH']}"}
+    env.pop("PYTEST_R3_CACHE_DIR", None)
+    env["PYTEST_R3_CACHE"] = "off"
+    without = subprocess.run([sys.executable, "-c", code, "plain"], capture_output=True,
+                             text=True, env=env, timeout=300, cwd=REPO)
+    hooked = subprocess.run([sys.executable, "-c", code, "hook"], capture_output=True,
+                            text=True, env=env, timeout=300, cwd=REPO)
+    assert "PTXAS not installed" in hooked.stdout and "True" in hooked.stdout, hooked.stderr
+    if "Landlock" not in without.stderr and without.returncode == 0:
+        pytest.skip("this kernel lets a contained process write files (no Landlock)")
+    assert without.returncode != 0 and ("PermissionError" in without.stderr
+                                        or "temporary directory" in without.stderr)

@@ -71,6 +71,11 @@ class Backend(abc.ABC):
     def time(self, launcher: Launcher, args: Sequence[object], repeat: int) -> list[float]:
         """Seconds taken by each of ``repeat`` launches (device-side timing where possible)."""
 
+    def enter_worker(self) -> None:
+        """Called in a replay worker before it loads anything and is contained: a backend
+        reads now what it will need later (the worker may open no file and start no
+        program once sealed)."""
+
     @abc.abstractmethod
     def to_host(self, value: object) -> object:
         """A host numpy copy of an argument (device arrays are copied back)."""

@@ -131,6 +131,11 @@ class WorkerProcess:
             raise WorkerDied(Result(protocol.CRASH, diagnostics=[
                 f"the worker failed: {reply.get('message')}"],
                 details={"kind": "worker_error", "traceback": reply.get("traceback", "")}))
+        if answer == "rejected" and event == "load":  # the baseline itself: say why
+            self.kill()
+            raise WorkerDied(Result(protocol.CRASH, diagnostics=[
+                f"the worker could not build the baseline: {reply.get('message')}"],
+                details={"kind": str(reply.get("kind", "compile_error"))}))
         if answer == "rejected" and event in ("build", "run", "time", "call"):
             claimed = str(reply.get("status"))
             status = next((s for s in protocol.REJECTIONS if s == claimed),

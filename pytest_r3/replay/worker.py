@@ -51,6 +51,7 @@ class Worker:
 
         spec = KernelSpec.from_dict(data["spec"])
         _fit_address_space(spec.backend)
+        _enter_backend(spec.backend)
         self.runner = Runner(spec, ReplaySettings.from_dict(data["settings"]), self.beat)
         # a contained launcher loads the variant it forwards calls to in the baseline's place.
         # Before any candidate has run here, the baseline may come from the compiled-code
@@ -141,6 +142,16 @@ def _frames(exc: BaseException) -> str:
     none: traceback's source lines would end it)."""
     return "".join(f"  {frame.f_code.co_filename}:{line} in {frame.f_code.co_name}\n"
                    for frame, line in traceback.walk_tb(exc.__traceback__))
+
+
+def _enter_backend(backend_name: str) -> None:
+    """Let the backend read what it needs before the worker is contained (a backend that
+    is not a subclass of Backend may lack the hook)."""
+    from ..backends import get_backend
+
+    enter = getattr(get_backend(backend_name), "enter_worker", None)
+    if callable(enter):
+        enter()
 
 
 def _fit_address_space(backend_name: str) -> None:

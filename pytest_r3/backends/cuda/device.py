@@ -348,6 +348,14 @@ class CUDABackend(Backend):
 
         return runtime.runtime().clocks().as_dict()
 
+    def enter_worker(self) -> None:
+        """A replay worker starts no ptxas (its PTX goes to the driver) and reads libdevice
+        now: a candidate that calls ``__nv_*`` math links it after the worker is sealed."""
+        toolchain.forbid_programs()
+        path = toolchain.find_libdevice()
+        if path is not None:
+            _libdevice_bitcode(str(path))
+
     def to_host(self, value: object) -> object:
         if isinstance(value, np.ndarray) or not _on_device(value):
             return np.array(value, copy=True)

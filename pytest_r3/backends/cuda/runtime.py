@@ -59,7 +59,8 @@ FORMAT = {"bool": "?", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "
 # driver messages after which the context is unusable (sticky errors)
 _FAULTS = ("illegal memory access", "illegal address", "misaligned address", "launch failed",
            "unspecified launch failure", "illegal instruction", "hardware stack error",
-           "device-side assert", "exception", "trap", "program counter")
+           "device-side assert", "exception", "trap", "program counter",
+           "address space")
 
 
 class DriverError(Exception):

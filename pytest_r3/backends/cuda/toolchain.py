@@ -46,8 +46,23 @@ def _cuda_roots() -> list[Path]:
     return [Path(r) for r in roots if r]
 
 
+# False in a contained replay worker: Landlock refuses the files a program such as ptxas
+# writes, and once the worker is sealed seccomp ends it at exec
+_programs_allowed = True
+
+
+def forbid_programs() -> None:
+    """No toolkit program in this process from now on: PTX goes to the driver as text and
+    the driver assembles it."""
+    global _programs_allowed
+    _programs_allowed = False
+
+
 def find_tool(name: str) -> str | None:
-    """Path of a CUDA toolkit program (``ptxas``, ``nvcc``), or None."""
+    """Path of a CUDA toolkit program (``ptxas``, ``nvcc``), or None (also in a process
+    that may start none, see :func:`forbid_programs`)."""
+    if not _programs_allowed:
+        return None
     found = shutil.which(name)
     if found:
         return found
