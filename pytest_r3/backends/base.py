@@ -75,6 +75,7 @@ class Backend(abc.ABC):
         """Called in a replay worker before it loads anything and is contained: a backend
         reads now what it will need later (the worker may open no file and start no
         program once sealed)."""
+        return None
 
     @abc.abstractmethod
     def to_host(self, value: object) -> object:
