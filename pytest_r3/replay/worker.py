@@ -181,7 +181,9 @@ def main(argv: list[str]) -> None:
     _die_with_parent()
     print(f"pytest-r3 replay worker {os.getpid()}: {contained.describe()}", file=sys.stderr,
           flush=True)
-    if address_space > 0:  # soft limit: a GPU backend lifts it (see on_load)
+    # no cap for a GPU worker: under one the CUDA driver cannot start, and the backend
+    # chosen in this process would then be the CPU emulation, not the parent's GPU backend
+    if address_space > 0 and not devices:
         hard = resource.getrlimit(resource.RLIMIT_AS)[1]
         if hard != resource.RLIM_INFINITY:
             address_space = min(address_space, hard)
