@@ -320,3 +320,28 @@ def test_filter_jumps_stay_inside_the_program(machine):
         if code & 0x07 == 0x05:  # BPF_JMP
             assert index + 1 + max(jt, jf) < len(program)
     assert program[-1] == (0x06, 0, 0, containment.KILL)
+
+
+@pytest.mark.parametrize("gpu", [True, False])
+def test_a_gpu_worker_may_name_its_threads(gpu, probe):
+    """The NVIDIA driver names its threads at cuInit (writing /proc/self/task/TID/comm);
+    refused, cuInit fails with CUDA_ERROR_OPERATING_SYSTEM and the worker cannot use the
+    GPU (seen on an H100). A GPU worker keeps that one write; a CPU worker does not."""
+    require(probe, "landlock")
+    from pytest_r3.replay.worker import writable_paths
+
+    body = """
+        import ctypes, threading
+        ready, stop = threading.Event(), threading.Event()
+        worker = threading.Thread(target=lambda: (ready.set(), stop.wait()))
+        worker.start()
+        ready.wait()
+        libc = ctypes.CDLL(None)
+        code = libc.pthread_setname_np(ctypes.c_ulong(worker.ident), b"r3-probe")
+        stop.set()
+        worker.join()
+        print("setname", code)
+    """
+    result = run_child(body, seal=False, writable=writable_paths(gpu))
+    assert result.returncode == 0, result.stderr
+    assert ("setname 0" in result.stdout) == gpu, result.stdout

@@ -170,20 +170,30 @@ def _fit_address_space(backend_name: str) -> None:
 GPU_DEVICE_FILES = ("/dev/nvidia*", "/dev/kfd", "/dev/dri/renderD*")
 
 
+def writable_paths(gpu: bool) -> list[str]:
+    """What a worker may still write once contained: nothing, or for a GPU worker its
+    driver's device files (opened read-write when the context is created) and its own
+    threads' names (the NVIDIA driver names its threads at cuInit, writing
+    /proc/self/task/TID/comm, and fails with CUDA_ERROR_OPERATING_SYSTEM if refused). Any
+    open after sealing ends the worker, whatever Landlock allows."""
+    if not gpu:
+        return []
+    return [path for pattern in GPU_DEVICE_FILES for path in glob.glob(pattern)] + \
+        ["/proc/self/task"]
+
+
 def main(argv: list[str]) -> None:
     read_fd, write_fd = int(argv[0]), int(argv[1])
     address_space = int(argv[2]) if len(argv) > 2 else 0
     beat = Heartbeat.attach(int(argv[4])).beat if len(argv) > 4 else quiet
-    # a GPU driver opens its device files read-write when the context is created, after this
-    devices = [path for pattern in GPU_DEVICE_FILES for path in glob.glob(pattern)] \
-        if argv[3:4] == ["gpu"] else []
-    contained = containment.enter(writable_dirs=devices)
+    gpu = argv[3:4] == ["gpu"]
+    contained = containment.enter(writable_dirs=writable_paths(gpu))
     _die_with_parent()
     print(f"pytest-r3 replay worker {os.getpid()}: {contained.describe()}", file=sys.stderr,
           flush=True)
     # no cap for a GPU worker: under one the CUDA driver cannot start, and the backend
     # chosen in this process would then be the CPU emulation, not the parent's GPU backend
-    if address_space > 0 and not devices:
+    if address_space > 0 and not gpu:
         hard = resource.getrlimit(resource.RLIMIT_AS)[1]
         if hard != resource.RLIM_INFINITY:
             address_space = min(address_space, hard)
