@@ -345,3 +345,27 @@ def test_a_gpu_worker_may_name_its_threads(gpu, probe):
     result = run_child(body, seal=False, writable=writable_paths(gpu))
     assert result.returncode == 0, result.stderr
     assert ("setname 0" in result.stdout) == gpu, result.stdout
+
+
+@pytest.mark.parametrize("gpu", [True, False])
+def test_a_gpu_driver_opening_a_file_after_seal_is_refused_not_killed(gpu, probe):
+    """The NVIDIA driver opens files lazily (a new thread's name) at a sealed worker's first
+    launches: it was killed by SIGSYS on an H100. A GPU worker's open fails with EACCES;
+    elsewhere an open still ends the worker."""
+    require(probe, "seccomp")
+    script = "\n".join([
+        PRELUDE,
+        "report = containment.enter()",
+        f"containment.seal(report, allow_ioctl={gpu})",
+        "try:",
+        "    open('/etc/hostname')",
+        "except OSError as exc:",
+        "    print('refused', exc.errno, flush=True)",
+    ])
+    child_env = {k: v for k, v in os.environ.items() if k != containment.ENV}
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=60, env=child_env)
+    if gpu:
+        assert result.returncode == 0 and "refused 13" in result.stdout, result.stderr
+    else:
+        assert result.returncode == -signal.SIGSYS and "refused" not in result.stdout

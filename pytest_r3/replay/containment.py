@@ -276,6 +276,9 @@ def _rules(own_pid: int, allow_ioctl: bool) -> dict[str, tuple[list, int]]:
     if allow_ioctl:
         rules["ioctl"] = ([(1, "lo", "eq", cmd, _errno(errno.EPERM)) for cmd in TTY_INJECTION],
                           ALLOW)
+        # a GPU driver opens files lazily (its new threads' names, at the first launches):
+        # refused, it carries on; no file is opened either way
+        rules["open"] = rules["openat"] = ([], _errno(errno.EACCES))
     else:
         rules["ioctl"] = ([(1, "lo", "eq", cmd, ALLOW) for cmd in TTY_IOCTLS],
                           _errno(errno.ENOTTY))
@@ -318,8 +321,9 @@ def seal(report: Containment | None = None, *, allow_ioctl: bool = False,
          default: int = KILL) -> Containment:
     """Install the seccomp allowlist on every thread of this process; irreversible.
 
-    ``allow_ioctl`` lets ioctl through (GPU drivers speak ioctl) except terminal input
-    injection. ``default`` is the action on anything not allowed (TRAP for debugging).
+    ``allow_ioctl`` (a GPU driver's process) lets ioctl through (GPU drivers speak ioctl)
+    except terminal input injection, and makes opening a file fail (EACCES) rather than end
+    the process: the driver opens files lazily and carries on without them. ``default`` is the action on anything not allowed (TRAP for debugging).
     """
     report = report if report is not None else Containment()
     if disabled():

@@ -23,8 +23,11 @@ DEFAULT_ADDRESS_SPACE = 8 * 1024**3
 # thread that lives as long as this process, whichever thread asks for a restart.
 _spawner = concurrent.futures.ThreadPoolExecutor(max_workers=1,
                                                  thread_name_prefix="r3-worker-spawner")
-# one thread per worker is plenty for the libraries it imports; no threads before containment
-_WORKER_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+# one thread per worker is plenty for the libraries it imports; no threads before containment.
+# The CUDA driver's JIT cache is off: a sealed worker opens no file (and the cache would
+# carry state from one candidate's build to the next)
+_WORKER_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+               "CUDA_CACHE_DISABLE": "1"}
 
 
 # the one answer each request may get (besides "error" and "rejected")
