@@ -323,7 +323,8 @@ def seal(report: Containment | None = None, *, allow_ioctl: bool = False,
 
     ``allow_ioctl`` (a GPU driver's process) lets ioctl through (GPU drivers speak ioctl)
     except terminal input injection, and makes opening a file fail (EACCES) rather than end
-    the process: the driver opens files lazily and carries on without them. ``default`` is the action on anything not allowed (TRAP for debugging).
+    the process: the driver opens files lazily and carries on without them.
+    ``default`` is the action on anything not allowed (TRAP for debugging).
     """
     report = report if report is not None else Containment()
     if disabled():
