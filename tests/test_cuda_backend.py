@@ -790,3 +790,16 @@ def test_a_contained_replay_worker_starts_no_ptxas(tmp_path):
         pytest.skip("this kernel lets a contained process write files (no Landlock)")
     assert without.returncode != 0 and ("PermissionError" in without.stderr
                                         or "temporary directory" in without.stderr)
+
+
+def test_the_auto_backend_forwards_enter_worker(monkeypatch):
+    """The "cuda" backend a worker gets is chosen on first use; its enter_worker must be the
+    chosen backend's (the base class's no-op let a GPU worker run ptxas after sealing)."""
+    from pytest_r3.backends.cuda.selection import AutoCUDABackend
+
+    calls = []
+    auto = AutoCUDABackend()
+    monkeypatch.setattr(AutoCUDABackend, "choose",
+                        lambda self: SimpleNamespace(enter_worker=lambda: calls.append(1)))
+    auto.enter_worker()
+    assert calls == [1]

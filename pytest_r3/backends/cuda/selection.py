@@ -113,6 +113,9 @@ class AutoCUDABackend(Backend):
     def address_space_cap(self) -> bool:  # type: ignore[override]
         return self.chosen.address_space_cap
 
+    def enter_worker(self) -> None:
+        self.chosen.enter_worker()
+
     @property
     def cpu_clock(self):  # type: ignore[override]
         return self.chosen.cpu_clock
