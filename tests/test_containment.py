@@ -348,15 +348,18 @@ def test_a_gpu_worker_may_name_its_threads(gpu, probe):
 
 
 @pytest.mark.parametrize("gpu", [True, False])
-def test_a_gpu_driver_opening_a_file_after_seal_is_refused_not_killed(gpu, probe):
-    """The NVIDIA driver opens files lazily (a new thread's name) at a sealed worker's first
-    launches: it was killed by SIGSYS on an H100. A GPU worker's open fails with EACCES;
-    elsewhere an open still ends the worker."""
+def test_a_gpu_driver_after_seal_may_make_pipes_and_is_refused_files(gpu, probe):
+    """The NVIDIA driver opens files lazily (a new thread's name) and makes pipes (loading a
+    candidate's module) at a sealed worker's first launches: the worker was killed by SIGSYS
+    on an H100. A GPU worker's open fails with EACCES and pipe2 works; elsewhere both still
+    end the worker."""
     require(probe, "seccomp")
     script = "\n".join([
         PRELUDE,
         "report = containment.enter()",
         f"containment.seal(report, allow_ioctl={gpu})",
+        "r, w = os.pipe()",
+        "print('pipe', flush=True)",
         "try:",
         "    open('/etc/hostname')",
         "except OSError as exc:",
@@ -367,5 +370,6 @@ def test_a_gpu_driver_opening_a_file_after_seal_is_refused_not_killed(gpu, probe
                             timeout=60, env=child_env)
     if gpu:
         assert result.returncode == 0 and "refused 13" in result.stdout, result.stderr
+        assert "pipe" in result.stdout  # the driver's pipe to its threads (pipe2 on an H100)
     else:
-        assert result.returncode == -signal.SIGSYS and "refused" not in result.stdout
+        assert result.returncode == -signal.SIGSYS and "pipe" not in result.stdout

@@ -241,7 +241,7 @@ SYSCALLS = {
     "kill": (62, 129), "tgkill": (234, 131), "prctl": (157, 167), "mbind": (237, 235),
     "set_mempolicy": (238, 237), "get_mempolicy": (239, 236), "readlink": (89, None),
     "readlinkat": (267, 78), "access": (21, None), "faccessat": (269, 48),
-    "faccessat2": (439, 439), "getdents64": (217, 61),
+    "faccessat2": (439, 439), "getdents64": (217, 61), "pipe": (22, None), "pipe2": (293, 59),
 }
 ARCHES = {  # machine: (index into SYSCALLS, AUDIT_ARCH_*, x32 syscalls to refuse)
     "x86_64": (0, 0xC000003E, True),
@@ -249,8 +249,8 @@ ARCHES = {  # machine: (index into SYSCALLS, AUDIT_ARCH_*, x32 syscalls to refus
 }
 ALWAYS_ALLOWED = [name for name in SYSCALLS if name not in (
     "open openat openat2 fcntl ioctl prlimit64 clone clone3 kill tgkill prctl mbind "
-    "set_mempolicy get_mempolicy readlink readlinkat access faccessat faccessat2 getdents64"
-).split()]
+    "set_mempolicy get_mempolicy readlink readlinkat access faccessat faccessat2 getdents64 "
+    "pipe pipe2").split()]
 TTY_IOCTLS = (0x5401, 0x5413, 0x541B, 0x5421, 0x5450, 0x5451)  # TCGETS TIOCGWINSZ FIONREAD
 #                                                   FIONBIO FIONCLEX FIOCLEX
 TTY_INJECTION = (0x5412, 0x541C)  # TIOCSTI, TIOCLINUX: push input into a terminal
@@ -279,6 +279,8 @@ def _rules(own_pid: int, allow_ioctl: bool) -> dict[str, tuple[list, int]]:
         # a GPU driver opens files lazily (its new threads' names, at the first launches):
         # refused, it carries on; no file is opened either way
         rules["open"] = rules["openat"] = ([], _errno(errno.EACCES))
+        # and makes a pipe to its own threads when a new module is loaded (a candidate's)
+        rules["pipe"] = rules["pipe2"] = ([], ALLOW)
     else:
         rules["ioctl"] = ([(1, "lo", "eq", cmd, ALLOW) for cmd in TTY_IOCTLS],
                           _errno(errno.ENOTTY))
