@@ -5,7 +5,7 @@
     python3 scripts/gpu_suite.py pack                # here, with internet: build the parts
     python3 scripts/gpu_suite.py install             # there, once per carried part
     python3 scripts/gpu_suite.py test                # there: CUDA tests under each runtime
-    python3 scripts/gpu_suite.py tune                # there: --r3-tune, then --r3-check
+    python3 scripts/gpu_suite.py tune                # there: --r3-tune, --r3-check, A/A
     python3 scripts/gpu_suite.py bench [--quick]     # there: benchmarks/bench_cuda.py
     python3 scripts/gpu_suite.py thirdparty          # there: tests/cuda_thirdparty/ kernels
                                                      # against numpy, timed next to nvcc's
@@ -504,15 +504,43 @@ def tune(args: argparse.Namespace) -> int:
     common = ["-m", "pytest", "-p", "no:cacheprovider", "-q", "--r3-kernels", args.kernels,
               "tests/test_cuda_kernels.py"]
     status = run_logged([python, *common, "--r3-tune", "--r3-budget", args.budget],
-                        "tune.log", STAGE_SECONDS - 60, cwd=work)
+                        "tune.log", STAGE_SECONDS - 120, cwd=work)
     left = STAGE_SECONDS - (time.monotonic() - started)
-    check = run_logged([python, *common, "--r3-check"], "check.log", max(30.0, left - 10),
+    check = run_logged([python, *common, "--r3-check"], "check.log", max(30.0, left - 70),
                        cwd=work) if status == 0 else None
     out = results_dir()
     if (work / "r3.lock").is_file():
         shutil.copy2(work / "r3.lock", out / "r3.lock")
     say(f"--r3-tune exit {status}, --r3-check exit {check}")
-    return 0 if status == 0 and check == 0 else 1
+    same = baseline_against_itself(python, work, args.kernels.split(","),
+                                   STAGE_SECONDS - (time.monotonic() - started) - 10)
+    return 0 if status == 0 and check == 0 and same else 1
+
+
+def baseline_against_itself(python: Path, work: Path, kernels: list[str], seconds: float) -> bool:
+    """Each kernel's baseline timed against itself on the GPU (``pytest-r3 replay KERNEL``,
+    on the recordings the tuning made): a figure outside its own interval, or an interval
+    that excludes 1.00x, says the GPU timing cannot be trusted here."""
+    ends = time.monotonic() + seconds
+    lines, trusted = [], True
+    for kernel in kernels:
+        left = ends - time.monotonic()
+        if left < 20:
+            lines.append(f"{kernel}: not run (the stage's time is spent)")
+            continue
+        command = [str(python), "-m", "pytest_r3.cli", "replay", kernel]
+        try:
+            done = subprocess.run(command, cwd=work, capture_output=True, text=True,
+                                  timeout=left)
+            text = (done.stdout + done.stderr).strip().splitlines()
+            line = text[-1] if text else f"exit {done.returncode}, no output"
+            trusted &= done.returncode == 0 and "within noise" in line
+        except subprocess.TimeoutExpired:
+            line, trusted = "outlived the stage", False
+        lines.append(line if line.startswith(kernel) else f"{kernel}: {line}")
+    (results_dir() / "baseline-vs-itself.txt").write_text("\n".join(lines) + "\n")
+    say("the baseline against itself (A/A):\n  " + "\n  ".join(lines))
+    return trusted
 
 
 def thirdparty(args: argparse.Namespace) -> int:
@@ -555,7 +583,8 @@ def parser() -> argparse.ArgumentParser:
     testing = stages.add_parser("test", help="there: CUDA tests, skips judged by reason")
     testing.add_argument("--workers", type=int, default=8, help="pytest-xdist processes")
     testing.add_argument("pytest_args", nargs="*", help="more pytest arguments")
-    tuning = stages.add_parser("tune", help="there: --r3-tune then --r3-check")
+    tuning = stages.add_parser("tune", help="there: --r3-tune, --r3-check, then each "
+                               "kernel's baseline against itself")
     tuning.add_argument("--budget", default=os.environ.get("R3_GPU_BUDGET", "60s"))
     tuning.add_argument("--kernels", default=CUDA_KERNELS)
     benching = stages.add_parser("bench", help="there: benchmarks/bench_cuda.py")
