@@ -132,6 +132,29 @@ def test_a_machine_too_busy_to_measure_gives_that_status_and_no_figure(tmp_path)
     assert after.status in ("ok", "too_busy")  # the worker goes on serving
 
 
+def test_a_timing_that_contention_drags_past_the_request_limit_is_too_busy(tmp_path):
+    """Under heavy load, retaken samples made a timing outlive the request limit (300 s):
+    the worker was killed and the baseline itself came out ``timeout``, a failed candidate.
+    The worker now stops its rounds within its share of that limit and says the machine
+    was too busy. The request limit here is 6 s; the retakes allowed would take longer."""
+    (tmp_path / "spin.c").write_text(SPIN_C)
+    kernel = r3.kernel(tmp_path / "spin.c", entry="spin", name="timing_spin_late")
+    store = RecordingStore(tmp_path / "recordings")
+    x = np.random.default_rng(0).random(4_000, dtype=np.float32)
+    keys = record_launches(kernel, store, [(x.size, x, np.zeros_like(x))])
+    settings = ReplaySettings(timing_rounds=5, warmup_rounds=1, min_sample_seconds=1e-4,
+                              retakes_per_round=10_000.0)
+    with ReplayServer(KernelSpec.from_kernel(kernel), store.root, keys, settings,
+                      request_timeout=6.0) as server:
+        started = time.monotonic()
+        with Stopper(server.pid, period=0.002, pause=0.002):
+            busy = server.evaluate(Candidate(label="stopped all the time"))
+        elapsed = time.monotonic() - started
+    assert busy.status == "too_busy", busy.summary()
+    assert busy.diagnostics[0].startswith("the machine was too busy to measure")
+    assert elapsed < 30, elapsed
+
+
 def test_the_interval_is_distribution_free_and_the_verdict_needs_all_of_it():
     """With 15 rounds the interval runs from the 4th to the 12th ratio in order; a claim
     needs its whole interval beyond the band, and a band learned from an A/A timing is
