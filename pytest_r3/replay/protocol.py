@@ -297,6 +297,9 @@ class Result:
                      f"{t.baseline_median * 1e6:.1f} us")
             if t.dropped:
                 text += f", {t.dropped} of {t.taken} timed slices dropped (descheduled)"
+            if t.cpu_timed:
+                text += (f", {t.cpu_timed} long slice(s) that lost the CPU timed by its CPU "
+                         "time")
             if t.within_noise:
                 text += " (within noise)"
         if self.review:

@@ -214,7 +214,8 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
                                                     strict=True)),
         by_set=tuple(by_set), last_set=last_set,
         repeats=tuple(repeats), warmup_rounds=warmup, raced=raced, stopped=stopped,
-        dropped=sampler.dropped, taken=sampler.taken, clock=sampler.clock,
+        dropped=sampler.dropped, taken=sampler.taken, cpu_timed=sampler.cpu_timed,
+        clock=sampler.clock,
         counters=counters.describe() if counters is not None else "",
         cycles=tuple((b, c) for b, c, _, _ in counted) if sampler.counting else (),
         instructions=tuple((b, c) for _, _, b, c in counted) if sampler.counting else ())
