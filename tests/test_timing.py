@@ -113,17 +113,18 @@ void spin(long n, const float *x, float *out)
 def test_a_machine_too_busy_to_measure_gives_that_status_and_no_figure(tmp_path):
     """When rounds keep losing their core beyond the retakes allowed, the evaluation is
     ``too_busy`` with one line saying so, never a speedup measured on the scheduler. The
-    launches here last milliseconds (too short to be timed by their CPU time, see the
-    test below), and the worker is stopped every 2 ms: none is clean."""
+    launches here last about a millisecond (too short to be timed by their CPU time, see
+    the test below), and the worker runs at most about a millisecond between stops: none
+    is clean."""
     (tmp_path / "spin.c").write_text(SPIN_C)
     kernel = r3.kernel(tmp_path / "spin.c", entry="spin", name="timing_spin")
     store = RecordingStore(tmp_path / "recordings")
-    x = np.random.default_rng(0).random(1_000, dtype=np.float32)  # ~2.5 ms a launch
+    x = np.random.default_rng(0).random(500, dtype=np.float32)  # ~1.3 ms a launch
     keys = record_launches(kernel, store, [(x.size, x, np.zeros_like(x))])
     settings = ReplaySettings(timing_rounds=5, warmup_rounds=1, min_sample_seconds=1e-4,
                               retakes_per_round=0.0)
     with ReplayServer(KernelSpec.from_kernel(kernel), store.root, keys, settings) as server:
-        with Stopper(server.pid, period=0.002, pause=0.002):
+        with Stopper(server.pid, period=0.0005, pause=0.002):
             busy = server.evaluate(Candidate(label="stopped all the time"))
         after = server.evaluate(Candidate(label="left alone"))
     assert busy.status == "too_busy" and busy.timing is None, busy.summary()
@@ -134,22 +135,24 @@ def test_a_machine_too_busy_to_measure_gives_that_status_and_no_figure(tmp_path)
 
 
 def test_a_timing_that_contention_drags_past_the_request_limit_is_too_busy(tmp_path):
-    """Under heavy load, retaken samples made a timing outlive the request limit (300 s):
-    the worker was killed and the baseline itself came out ``timeout``, a failed candidate.
-    The worker now stops its rounds within its share of that limit and says the machine
-    was too busy. The request limit here is 6 s; the retakes allowed would take longer."""
+    """Under heavy load, a timing outlived the request limit (300 s): the worker was
+    killed and the baseline itself came out ``timeout``, a failed candidate. The worker
+    now stops its rounds within its share of that limit and says the machine was too
+    busy. Here the request limit is 4 s, the rounds asked for take about 3.5 s of CPU, and
+    the worker is stopped half the time."""
     (tmp_path / "spin.c").write_text(SPIN_C)
     kernel = r3.kernel(tmp_path / "spin.c", entry="spin", name="timing_spin_late")
     store = RecordingStore(tmp_path / "recordings")
-    x = np.random.default_rng(0).random(1_000, dtype=np.float32)  # ~2.5 ms a launch
+    x = np.random.default_rng(0).random(20_000, dtype=np.float32)  # ~50 ms a launch
     keys = record_launches(kernel, store, [(x.size, x, np.zeros_like(x))])
-    settings = ReplaySettings(timing_rounds=5, warmup_rounds=1, min_sample_seconds=1e-4,
-                              retakes_per_round=10_000.0)
+    settings = ReplaySettings(timing_rounds=15, min_timing_rounds=15, warmup_rounds=2,
+                              derived_sizes=False, derived_inputs=False, reserve_inputs=0,
+                              production_calls=2)
     with ReplayServer(KernelSpec.from_kernel(kernel), store.root, keys, settings,
-                      request_timeout=6.0) as server:
+                      request_timeout=4.0) as server:
         started = time.monotonic()
-        with Stopper(server.pid, period=0.002, pause=0.002):
-            busy = server.evaluate(Candidate(label="stopped all the time"))
+        with Stopper(server.pid, period=0.005, pause=0.005):
+            busy = server.evaluate(Candidate(label="stopped half the time"))
         elapsed = time.monotonic() - started
     assert busy.status == "too_busy", busy.summary()
     assert busy.diagnostics[0].startswith("the machine was too busy to measure")
