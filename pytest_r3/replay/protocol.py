@@ -150,6 +150,9 @@ class ReplaySettings:
     # rounds taken again after a sample lost its core, per round planned, before the timing
     # gives up as too busy (8: fewer than one clean round in nine attempts)
     retakes_per_round: float = 8.0
+    # a slice with this much thread CPU time that lost its core is timed by that CPU time
+    # instead of dropped (see sampling)
+    long_slice_seconds: float = 5e-3
     timed_keys: tuple = ()             # time only these recordings (one bucket's), if any
     production_calls: int = 64         # launches in a row on production-layout buffers
     seed: int = 0

@@ -8,13 +8,13 @@ its core; a slice whose wall time exceeds its CPU time by more than a small marg
 the core to another process (or the worker was stopped), so it is dropped and counted.
 A sample keeps the mean launch time of its clean slices (it has at least three), and is
 dropped whole (its round is taken again) when none was clean. A slice of at least
-LONG_SLICE_SECONDS of CPU time on the timing thread that lost its core is not dropped but
-timed by that CPU time (``cpu_timed``): on a busy machine nearly every launch of tens of
-milliseconds loses the core at least once, so dropping them left no clean sample and
-retakes ran for minutes, while the caches a lost time slice leaves to refill cost such a
-slice a share that the baseline's and candidate's slices pay alike (a ratio of two
-such figures keeps its size). A GPU backend (``cpu_clock``
-"none") is timed by the device and checked no further here.
+``long_slice`` seconds (ReplaySettings.long_slice_seconds, 5 ms) of CPU time on the
+timing thread that lost its core is not dropped but timed by that CPU time
+(``cpu_timed``): on a busy machine nearly every launch of tens of milliseconds loses the
+core at least once, so dropping them left no clean sample and retakes ran for minutes,
+while the caches a lost time slice leaves to refill cost such a slice a share that the
+baseline's and candidate's slices pay alike (a ratio of two such figures keeps its size).
+A GPU backend (``cpu_clock`` "none") is timed by the device and checked no further here.
 
 Where written buffers are also read (a kernel updating its data in place), each launch
 runs on a prepared copy holding the recorded values: the copies are put back between
@@ -36,8 +36,6 @@ CLOCKS: dict[str, Callable[[], int] | None] = {
 SLICE_SECONDS = 2.5e-4  # launches timed between two readings of the clocks
 # a checked sample of at least this many launches starts with one launch left untimed
 WARM_FROM = 4
-# a slice with this much thread CPU time that lost its core is timed by its CPU time
-LONG_SLICE_SECONDS = 5e-3
 # A sample of long launches has at least this many, so that losing one to the scheduler
 # does not drop the sample (at load 20 on 2 cores, 40% of 1.5 ms launches lost the core).
 MIN_SLICES = 3
@@ -74,6 +72,7 @@ class Sampler:
 
     backend: object
     counters: Counters | None = None
+    long_slice: float = 5e-3  # seconds of CPU time from which a lost slice keeps it
     taken: int = 0
     dropped: int = 0
     cpu_timed: int = 0  # slices that lost their core, long enough to keep their CPU time
@@ -97,9 +96,9 @@ class Sampler:
     def launches(self, single: float, wanted: int) -> int:
         """Launches per sample: ``wanted``, and at least MIN_SLICES slices where launches
         are checked and long (a sample survives a slice lost to the scheduler), but not
-        so long that a lost slice keeps its CPU time (see LONG_SLICE_SECONDS)."""
+        so long that a lost slice keeps its CPU time (see ``long_slice``)."""
         if CLOCKS[self.clock] is None or single < SLICE_SECONDS or \
-                (self.clock == "thread" and single >= LONG_SLICE_SECONDS):
+                (self.clock == "thread" and single >= self.long_slice):
             return wanted  # a long launch that loses its core keeps its CPU time
         return max(wanted, MIN_SLICES)
 
@@ -156,7 +155,7 @@ class Sampler:
                 continue
             self.taken += 1
             if descheduled(wall, cpu):
-                if self.clock != "thread" or cpu < LONG_SLICE_SECONDS * 1e9:
+                if self.clock != "thread" or cpu < self.long_slice * 1e9:
                     self.dropped += 1
                     continue
                 self.cpu_timed += 1  # the time off the core taken out, launch by launch

@@ -129,7 +129,7 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
 
     def late() -> bool:
         return ends is not None and time.monotonic() > ends
-    sampler = Sampler(backend, counters)
+    sampler = Sampler(backend, counters, settings.long_slice_seconds)
     known = repeats or [None] * len(base_args)
     repeats, slices = [], []
     for args, count in zip(base_args, known, strict=True):
