@@ -134,7 +134,7 @@ class Sampler:
         descheduled slices (warm-up samples are not checked)."""
         read = CLOCKS[self.clock] if checked else None
         counters = self.counters if checked and self.counting else None
-        if checked and repeat >= WARM_FROM:
+        if read is not None and repeat >= WARM_FROM:  # a GPU's timing warms up its own way
             self._warm(launcher, arguments)
         kept: list[float] = []
         cycles = instructions = 0
