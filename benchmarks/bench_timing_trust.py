@@ -3,20 +3,28 @@ background processes, for each example CPU kernel (scaled_add, matmul, jacobi2d)
 
 0. records the example project's launches (its tests and benchmark workloads) into a
    temporary r3 folder;
-1. for each kernel, measures an A/B variant of known speedup "quietly first" (load level
-   0, more runs): its median speedup is the reference figure;
+1. for each kernel and each variant of known speedup in REFERENCES (a tunable setting, or
+   a rewrite under benchmarks/variants/ replayed as ``pytest-r3 replay --source`` does),
+   measures its true ratio independently of pytest-r3's timing: both builds loaded in this
+   process, launched alternately on the kernel's workload recordings (in-place outputs
+   restored before each launch), the fastest of many launches each by the thread's CPU
+   time, which a busy machine does not inflate. It is measured before any load starts and
+   again at each level (the ``ref`` columns);
 2. for each load level (that many ``python -c "while True: pass"`` processes started
    beside it, stopped by their own pids afterwards) and each kernel:
    - A/A: the baseline replayed against itself, ``--aa`` times (default 30): how many came
      out within +-5% of 1, and how many were labelled "within noise" (their interval not
      wholly outside the 2% band);
-   - A/B: the variant, ``--ab`` times (default 10): the median speedup against the quiet
-     figure (target: within +-10%) and how many runs were within +-20% of it (target: 9 of
-     10);
+   - A/B: each reference variant, ``--ab`` times (default 10): the median speedup
+     against the reference ratio measured before the load (target: within +-10%) and how
+     many runs were within +-20% of it (target: 9 of 10); and against the reference
+     measured again at that load (``med/now``): a memory-bound variant's true ratio moves
+     with the load (scaled_add's two-pass rewrite: 0.46x with the machine at load 7, it
+     suffers more from other processes' memory traffic than the baseline);
    - the share of timed slices dropped as descheduled (wall time beyond the thread's CPU
-     time, and the slice after such a one), overall and in the worst single evaluation
-     (what search/results.py's CONTENDED_SHARE is set from), and how many evaluations
-     were too busy to give a figure.
+     time), overall and in the worst single evaluation (what search/results.py's
+     CONTENDED_SHARE is set from), the long slices timed by their CPU time instead, and
+     how many evaluations were too busy to give a figure.
 
 Other work on the machine adds to every level: "load 0" is only as quiet as the machine
 is; the script prints the load average at each level.
@@ -41,22 +49,62 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "example_project"
+VARIANTS = Path(__file__).resolve().parent / "variants"
 sys.path.insert(0, str(EXAMPLE))
 
-import exampleproj  # noqa: E402,F401  (declares the kernels)
+import exampleproj  # noqa: E402  (declares the kernels)
 
 from pytest_r3.record.store import RecordingStore  # noqa: E402
 from pytest_r3.replay import Candidate, ReplayServer, ReplaySettings  # noqa: E402
 from pytest_r3.replay.manual import load_spec  # noqa: E402
 
-# a variant of each kernel with a known, clear speedup (its tunables' blocking/unrolling)
-VARIANTS = {
-    "scaled_add": {"UNROLL": 4, "VECTOR_WIDTH": 8},
-    "matmul": {"TILE_I": 32, "TILE_J": 64, "TILE_K": 64},
-    "jacobi2d": {"BLOCK_ROWS": 32, "BLOCK_COLS": 128},
+# Per kernel, variants of known ratio: (label, tunables, rewrite under variants/ or None).
+# About 2x and 1.2x where a correct rewrite can be that much faster; scaled_add is bound
+# by memory, so its references are rewrites that do more memory traffic (0.5x, 0.83x).
+REFERENCES = {
+    "scaled_add": [("two passes", {}, "scaled_add_two_passes.c"),
+                   ("fifth twice", {}, "scaled_add_fifth_twice.c")],
+    "matmul": [("TILE_K=64", {"TILE_I": 32, "TILE_J": 64, "TILE_K": 64}, None),
+               ("third blocked", {}, "matmul_third_blocked.c")],
+    "jacobi2d": [("blocks", {"BLOCK_ROWS": 32, "BLOCK_COLS": 128}, None)],
 }
 # verification is not what is measured here: the least the replay allows
 SETTINGS = ReplaySettings(fresh_inputs=1, derived_sizes=False, reserve_inputs=0)
+
+
+def source_of(file: str | None) -> str | None:
+    return None if file is None else (VARIANTS / file).read_text()
+
+
+def reference_ratio(store: RecordingStore, name: str, macros: dict, file: str | None,
+                    seconds: float = 10.0) -> float:
+    """The variant's true speedup, measured here and not by pytest-r3's timing: baseline
+    and variant built in this process, launched alternately on fresh copies of each
+    workload recording's arguments, the fastest launch of each by thread CPU time,
+    weighted as the replay weighs the workloads."""
+    kernel = getattr(exampleproj, name)
+    builds = [kernel.build(kernel.variant()),
+              kernel.build(kernel.variant(source_text=source_of(file), **macros))]
+    recordings = [r for r in store.load_all(name) if r.is_workload]
+    if not recordings:
+        sys.exit(f"{name}: no workload recording to measure the reference on")
+    totals = [0.0, 0.0]
+    for recording in recordings:
+        single = _launch(builds[0], recording)
+        best = [float("inf"), float("inf")]
+        for _ in range(max(5, min(60, int(seconds / 2 / len(recordings) / single)))):
+            for side, build in enumerate(builds):
+                best[side] = min(best[side], _launch(build, recording))
+        totals = [t + recording.weight * b for t, b in zip(totals, best, strict=True)]
+    return totals[0] / totals[1]
+
+
+def _launch(build, recording) -> float:
+    """One launch's thread CPU time, on fresh copies of the recorded arguments."""
+    args = recording.arguments()  # the recorded values, outside the timed region
+    started = time.thread_time()
+    build(*args)
+    return time.thread_time() - started
 
 
 def record(r3_dir: Path) -> None:
@@ -91,6 +139,7 @@ class Load:
 def measure(server: ReplayServer, candidate: Candidate, runs: int) -> dict:
     """``runs`` evaluations: speedups, labels, dropped slices, too-busy outcomes."""
     speedups, within_noise, busy, dropped, taken, shares = [], [], 0, 0, 0, []
+    cpu_timed = 0
     for _ in range(runs):
         result = server.evaluate(candidate)
         if result.status == "too_busy":
@@ -104,24 +153,26 @@ def measure(server: ReplayServer, candidate: Candidate, runs: int) -> dict:
         within_noise.append(result.timing.within_noise)
         dropped += result.timing.dropped
         taken += result.timing.taken
+        cpu_timed += result.timing.cpu_timed
         shares.append(result.timing.dropped_share)
     return {"speedups": speedups, "within_noise": within_noise, "busy": busy,
-            "dropped": dropped, "taken": taken, "shares": shares}
+            "dropped": dropped, "taken": taken, "shares": shares, "cpu_timed": cpu_timed}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10 A/A and 5 A/B per cell")
     parser.add_argument("--aa", type=int, default=None, help="A/A runs per cell (30)")
-    parser.add_argument("--ab", type=int, default=None, help="A/B runs per cell (10)")
+    parser.add_argument("--ab", type=int, default=None, help="A/B runs per variant (10)")
     parser.add_argument("--levels", default="0,1,2,4", help="busy processes per level")
-    parser.add_argument("--kernels", default=",".join(VARIANTS))
+    parser.add_argument("--kernels", default=",".join(REFERENCES))
     args = parser.parse_args()
-    aa_runs = args.aa or (10 if args.quick else 30)
-    ab_runs = args.ab or (5 if args.quick else 10)
+    aa_runs = args.aa if args.aa is not None else (10 if args.quick else 30)
+    ab_runs = args.ab if args.ab is not None else (5 if args.quick else 10)
     levels = [int(n) for n in args.levels.split(",")]
     kernels = args.kernels.split(",")
     started = time.perf_counter()
+    aa_rows, ab_rows = [], []
     with tempfile.TemporaryDirectory(prefix="r3-trust-") as folder:
         r3_dir = Path(folder)
         record(r3_dir)
@@ -130,54 +181,72 @@ def main() -> None:
                                       SETTINGS).start() for name in kernels}
         try:
             quiet = {}
-            for name in kernels:  # the reference figure, before any load is started
-                figures = measure(servers[name], Candidate(macros=VARIANTS[name],
-                                                           label="quiet"), 2 * ab_runs)
-                quiet[name] = statistics.median(figures["speedups"])
-                print(f"quiet A/B {name} {VARIANTS[name]}: {quiet[name]:.3f}x "
-                      f"(median of {len(figures['speedups'])})", flush=True)
-            rows = []
+            for name in kernels:  # the reference figures, before any load is started
+                for label, macros, file in REFERENCES[name]:
+                    quiet[name, label] = reference_ratio(store, name, macros, file)
+                    print(f"reference {name} {label}: {quiet[name, label]:.3f}x "
+                          f"(load {os.getloadavg()[0]:.1f})", flush=True)
             for level in levels:
                 with Load(level):
                     for name in kernels:
                         aa = measure(servers[name], Candidate(label="A/A"), aa_runs)
-                        ab = measure(servers[name], Candidate(macros=VARIANTS[name],
-                                                              label="A/B"), ab_runs)
-                        load = os.getloadavg()[0]  # over the last minute of this cell
-                        rows.append((level, load, name, aa, ab, quiet[name]))
-                        print_row(*rows[-1])
+                        aa_rows.append((level, os.getloadavg()[0], name, aa))
+                        print(aa_row(*aa_rows[-1]), flush=True)
+                        for label, macros, file in REFERENCES[name]:
+                            candidate = Candidate(macros=dict(macros),
+                                                  source_text=source_of(file), label=label)
+                            ab = measure(servers[name], candidate, ab_runs)
+                            now = reference_ratio(store, name, macros, file, seconds=4.0)
+                            ab_rows.append((level, os.getloadavg()[0], name, label, ab,
+                                            quiet[name, label], now))
+                            print(ab_row(*ab_rows[-1]), flush=True)
         finally:
             for server in servers.values():
                 server.close()
     print(f"\nmachine: {os.cpu_count()} CPUs; wall {time.perf_counter() - started:.0f} s; "
-          f"A/A {aa_runs} and A/B {ab_runs} per cell")
-    print_table(rows, aa_runs, ab_runs)
+          f"A/A {aa_runs} per cell and A/B {ab_runs} per variant")
+    print(AA_HEADER)
+    for row in aa_rows:
+        print(aa_row(*row))
+    print(AB_HEADER)
+    for row in ab_rows:
+        print(ab_row(*row))
 
 
-HEADER = (f"{'busy':>4} {'load':>5} {'kernel':<11} {'A/A +-5%':>9} {'A/A noise':>9} "
-          f"{'A/B quiet':>9} {'A/B med':>8} {'med/quiet':>9} {'+-20%':>6} {'busy':>5} "
-          f"{'dropped':>8} {'max/eval':>8}")
+AA_HEADER = (f"{'busy':>4} {'load':>5} {'kernel':<11} {'A/A +-5%':>9} {'A/A noise':>9} "
+             f"{'A/A med':>8} {'busy':>5} {'dropped':>8} {'max/eval':>8} {'cpu-timed':>9}")
+AB_HEADER = (f"{'busy':>4} {'load':>5} {'kernel':<11} {'variant':<14} {'ref':>7} "
+             f"{'ref now':>7} {'A/B med':>8} {'med/ref':>8} {'med/now':>8} {'+-20%':>6} "
+             f"{'busy':>5} "
+             f"{'dropped':>8} {'cpu-timed':>9}")
 
 
-def print_row(level, load, name, aa, ab, quiet) -> None:
+def _shares(figures: dict) -> tuple[float, float]:
+    """The share of timed slices dropped, and the largest in one evaluation."""
+    share = figures["dropped"] / figures["taken"] if figures["taken"] else 0.0
+    return share, max(figures["shares"], default=0.0)
+
+
+def aa_row(level, load, name, aa) -> str:
     near = sum(abs(s - 1.0) <= 0.05 for s in aa["speedups"])
     noise = sum(aa["within_noise"])
+    median = statistics.median(aa["speedups"]) if aa["speedups"] else float("nan")
+    total = len(aa["speedups"]) + aa["busy"]
+    share, most = _shares(aa)
+    return (f"{level:>4} {load:>5.1f} {name:<11} {near:>4}/{total:<4} {noise:>4}/{total:<4} "
+            f"{median:>7.3f}x {aa['busy']:>5} {share:>7.1%} {most:>7.1%} "
+            f"{aa['cpu_timed']:>9}")
+
+
+def ab_row(level, load, name, label, ab, quiet, now) -> str:
     median = statistics.median(ab["speedups"]) if ab["speedups"] else float("nan")
     close = sum(abs(s / quiet - 1.0) <= 0.20 for s in ab["speedups"])
-    taken = aa["taken"] + ab["taken"]
-    share = (aa["dropped"] + ab["dropped"]) / taken if taken else 0.0
-    most = max(aa["shares"] + ab["shares"], default=0.0)  # the worst single evaluation
-    aa_total = len(aa["speedups"]) + aa["busy"]
-    ab_total = len(ab["speedups"]) + ab["busy"]
-    print(f"{level:>4} {load:>5.1f} {name:<11} {near:>4}/{aa_total:<4} {noise:>4}/{aa_total:<4} "
-          f"{quiet:>8.3f}x {median:>7.3f}x {median / quiet:>9.3f} {close:>3}/{ab_total:<2} "
-          f"{aa['busy'] + ab['busy']:>5} {share:>7.1%} {most:>7.1%}", flush=True)
-
-
-def print_table(rows, aa_runs, ab_runs) -> None:
-    print(HEADER)
-    for row in rows:
-        print_row(*row)
+    total = len(ab["speedups"]) + ab["busy"]
+    share, _ = _shares(ab)
+    return (f"{level:>4} {load:>5.1f} {name:<11} {label:<14} {quiet:>6.3f}x {now:>6.3f}x "
+            f"{median:>7.3f}x {median / quiet:>8.3f} {median / now:>8.3f} {close:>3}/{total:<2} "
+            f"{ab['busy']:>5} "
+            f"{share:>7.1%} {ab['cpu_timed']:>9}")
 
 
 if __name__ == "__main__":

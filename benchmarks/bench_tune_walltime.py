@@ -125,8 +125,9 @@ def confirmed_speedups(report: Path) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--before", type=Path, required=True,
-                        help="another checkout of pytest-r3 (its root folder)")
+    parser.add_argument("--before", type=Path, required=True, action="append",
+                        help="another checkout of pytest-r3 (its root folder); repeat it to "
+                             "compare several (the first is what ratios are taken to)")
     parser.add_argument("--budget", type=int, default=60,
                         help="evaluations per kernel (r3_budget, default 60)")
     parser.add_argument("--seed", type=int, default=0)
@@ -141,24 +142,29 @@ def main() -> None:
                         help="leave out the 'now, no workloads' run (when --before times "
                              "workloads too)")
     args = parser.parse_args()
-    before = args.before.resolve()
-    if not (before / "pytest_r3").is_dir() or not (before / "example_project").is_dir():
-        sys.exit(f"--before {before}: not a pytest-r3 checkout (no pytest_r3/ or "
-                 "example_project/ in it)")
+    befores = [path.resolve() for path in args.before]
+    for before in befores:
+        if not (before / "pytest_r3").is_dir() or not (before / "example_project").is_dir():
+            sys.exit(f"--before {before}: not a pytest-r3 checkout (no pytest_r3/ or "
+                     "example_project/ in it)")
 
     def commit(path: Path) -> str:
         found = subprocess.run(["git", "-C", str(path), "log", "-1", "--format=%h"],
                                capture_output=True, text=True)
         return found.stdout.strip() or "?"
 
-    runs = [("before", before, []), ("now", ROOT, []),
+    labels = ["before"] + [f"before {n + 2}" for n in range(len(befores) - 1)]
+    runs = [*((label, path, []) for label, path in zip(labels, befores, strict=True)),
+            ("now", ROOT, []),
             ("now, no workloads", ROOT, ["-k", "not benchmark"])]
     if args.without_workloads_only:
         runs = [run for run in runs if run[0] != "now"]
     if args.with_workloads_only:
         runs = [run for run in runs if run[0] != "now, no workloads"]
     print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} "
-          f"CPU(s); before = {before} ({commit(before)}), now = {ROOT} ({commit(ROOT)}); "
+          f"CPU(s); " + ", ".join(f"{label} = {path} ({commit(path)})" for label, path
+                                   in zip(labels, befores, strict=True))
+          + f", now = {ROOT} ({commit(ROOT)}); "
           f"budget {args.budget}, seed {args.seed}, workers {args.workers or 'one per core'}, "
           f"{args.repeats} repeat(s), kernels {', '.join(KERNELS)}")
     figures: dict[str, list[dict]] = {label: [] for label, *_ in runs}

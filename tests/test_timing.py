@@ -113,14 +113,15 @@ void spin(long n, const float *x, float *out)
 def test_a_machine_too_busy_to_measure_gives_that_status_and_no_figure(tmp_path):
     """When rounds keep losing their core beyond the retakes allowed, the evaluation is
     ``too_busy`` with one line saying so, never a speedup measured on the scheduler. The
-    launches here last milliseconds, and the worker is stopped every 2 ms: none is clean."""
+    launches here last milliseconds, and the worker is stopped every 2 ms: none is clean
+    (and none is timed by its CPU time, see the test of long launches below)."""
     (tmp_path / "spin.c").write_text(SPIN_C)
     kernel = r3.kernel(tmp_path / "spin.c", entry="spin", name="timing_spin")
     store = RecordingStore(tmp_path / "recordings")
     x = np.random.default_rng(0).random(4_000, dtype=np.float32)
     keys = record_launches(kernel, store, [(x.size, x, np.zeros_like(x))])
     settings = ReplaySettings(timing_rounds=5, warmup_rounds=1, min_sample_seconds=1e-4,
-                              retakes_per_round=0.0)
+                              retakes_per_round=0.0, long_slice_seconds=60.0)
     with ReplayServer(KernelSpec.from_kernel(kernel), store.root, keys, settings) as server:
         with Stopper(server.pid, period=0.002, pause=0.002):
             busy = server.evaluate(Candidate(label="stopped all the time"))
@@ -130,6 +131,57 @@ def test_a_machine_too_busy_to_measure_gives_that_status_and_no_figure(tmp_path)
     assert busy.diagnostics[0].startswith("the machine was too busy to measure")
     assert "\n" not in busy.diagnostics[0]
     assert after.status in ("ok", "too_busy")  # the worker goes on serving
+
+
+def test_a_timing_that_contention_drags_past_the_request_limit_is_too_busy(tmp_path):
+    """Under heavy load, a timing outlived the request limit (300 s): the worker was
+    killed and the baseline itself came out ``timeout``, a failed candidate. The worker
+    now stops its rounds within its share of that limit and says the machine was too
+    busy. Here the request limit is 4 s, the rounds asked for take about 3.5 s of CPU, and
+    the worker is stopped half the time."""
+    (tmp_path / "spin.c").write_text(SPIN_C)
+    kernel = r3.kernel(tmp_path / "spin.c", entry="spin", name="timing_spin_late")
+    store = RecordingStore(tmp_path / "recordings")
+    x = np.random.default_rng(0).random(20_000, dtype=np.float32)  # ~50 ms a launch
+    keys = record_launches(kernel, store, [(x.size, x, np.zeros_like(x))])
+    settings = ReplaySettings(timing_rounds=15, min_timing_rounds=15, warmup_rounds=2,
+                              derived_sizes=False, derived_inputs=False, reserve_inputs=0,
+                              production_calls=2)
+    with ReplayServer(KernelSpec.from_kernel(kernel), store.root, keys, settings,
+                      request_timeout=4.0) as server:
+        started = time.monotonic()
+        with Stopper(server.pid, period=0.005, pause=0.005):
+            busy = server.evaluate(Candidate(label="stopped half the time"))
+        elapsed = time.monotonic() - started
+    assert busy.status == "too_busy", busy.summary()
+    assert busy.diagnostics[0].startswith("the machine was too busy to measure")
+    assert elapsed < 30, elapsed
+
+
+def test_long_launches_that_keep_losing_their_core_are_timed_by_their_cpu_time(tmp_path):
+    """A launch of tens of milliseconds loses its core at least once on a busy machine
+    (matmul at load 3: 634 of 666 slices dropped, 110 s for one evaluation; at load 12-17,
+    past the request limit). Stopped every 6 ms here, no long slice is clean; each is
+    timed by the thread's CPU time, so the baseline against itself still gives a figure
+    near 1x and near what it measures undisturbed, with the count of such slices."""
+    (tmp_path / "spin.c").write_text(SPIN_C)
+    kernel = r3.kernel(tmp_path / "spin.c", entry="spin", name="timing_spin_long")
+    store = RecordingStore(tmp_path / "recordings")
+    x = np.random.default_rng(0).random(20_000, dtype=np.float32)  # ~50 ms a launch
+    keys = record_launches(kernel, store, [(x.size, x, np.zeros_like(x))])
+    settings = ReplaySettings(timing_rounds=6, min_timing_rounds=6, warmup_rounds=1,
+                              retakes_per_round=2.0)
+    with ReplayServer(KernelSpec.from_kernel(kernel), store.root, keys, settings) as server:
+        quiet = server.evaluate(Candidate(label="undisturbed"))
+        with Stopper(server.pid, period=0.006, pause=0.003) as stopper:
+            stopped = server.evaluate(Candidate(label="stopped while timing"))
+    assert quiet.ok and stopped.ok, stopped.summary()
+    assert stopper.stops >= 20
+    timing = stopped.timing
+    assert timing.rounds == 6 and timing.cpu_timed >= 6, timing
+    assert 0.8 < timing.speedup < 1.25, stopped.summary()
+    assert 0.7 < timing.baseline_median / quiet.timing.baseline_median < 1.4
+    assert "timed by its CPU time" in stopped.summary()
 
 
 def test_the_interval_is_distribution_free_and_the_verdict_needs_all_of_it():

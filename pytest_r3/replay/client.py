@@ -24,6 +24,11 @@ from .process import DEFAULT_ADDRESS_SPACE, WorkerDied, WorkerProcess
 from .protocol import Candidate, KernelSpec, Rejected, ReplaySettings, Result
 from .statistics import NOISE_FLOOR
 
+# The share of the request limit a timing's rounds may take: past it they stop (too busy,
+# or the clean rounds' figures), and the rest is left for the checks after them, so a busy
+# machine never gets a worker killed as if its candidate hung.
+TIMING_SHARE = 0.7
+
 
 class ReplayError(R3Error):
     """The replay server itself cannot go on (its baseline fails, or it crashes in a loop)."""
@@ -384,7 +389,8 @@ class ReplayServer:
             "race_against": None if race_against is None else race_against / scale,
             "checks": [[case.fills(s) for case, s in zip(timed, parity, strict=True)]
                        for parity in seeds], "weights": weights,
-            "restore": [in_place(case) for case in timed]}, self.request_timeout)
+            "restore": [in_place(case) for case in timed],
+            "budget": TIMING_SHARE * self.request_timeout}, self.request_timeout)
         try:
             timing = Timing.from_dict(data.get("timing"), weights)
         except MalformedTiming as exc:

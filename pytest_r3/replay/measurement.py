@@ -124,6 +124,8 @@ class Timing(_Paired):
     figures (medians, the speedup estimate, its interval, the rounds' quartiles) are
     computed from them. ``dropped``: samples thrown away because the timing thread lost its
     core while they ran (wall time beyond CPU time), of ``taken`` samples in all;
+    ``cpu_timed``: slices that lost their core but were long enough to be timed by the
+    thread's CPU time instead (see sampling);
     ``clock``: which CPU time was compared; ``counters``: the hardware counters read, or
     why none were. ``stopped`` "too_busy": too many rounds lost their core to be taken
     again; such a timing may have no rounds and gives no figures (the evaluation's status
@@ -145,6 +147,7 @@ class Timing(_Paired):
     layout: str = ""
     dropped: int = 0
     taken: int = 0
+    cpu_timed: int = 0
     clock: Clock = "thread"
     counters: str = ""
     # per kept round, (baseline, candidate) user-mode cycles and instructions per launch,
@@ -274,7 +277,8 @@ class Timing(_Paired):
             "repeats": list(self.repeats), "warmup_rounds": self.warmup_rounds,
             "raced": self.raced, "stopped": self.stopped, "basis": self.basis,
             "scaled_by": self.scaled_by, "timed_on": self.timed_on, "layout": self.layout,
-            "dropped": self.dropped, "taken": self.taken, "clock": self.clock,
+            "dropped": self.dropped, "taken": self.taken, "cpu_timed": self.cpu_timed,
+            "clock": self.clock,
             "counters": self.counters,
             "cycles": [list(pair) for pair in self.cycles],
             "instructions": [list(pair) for pair in self.instructions],
@@ -308,6 +312,7 @@ class Timing(_Paired):
                 basis=basis, scaled_by=scaled_by, timed_on=str(data.get("timed_on", "")),
                 layout=str(data.get("layout", "")),
                 dropped=int(data.get("dropped", 0)), taken=int(data.get("taken", 0)),
+                cpu_timed=int(data.get("cpu_timed", 0)),
                 clock=str(data.get("clock", "thread")), counters=str(data.get("counters", "")),
                 cycles=_pairs(data.get("cycles", ())),
                 instructions=_pairs(data.get("instructions", ())),
@@ -346,7 +351,8 @@ class Timing(_Paired):
         if any(len(sets) not in (0, self.rounds) for sets in
                (self.by_set, *(c.by_set for c in self.cases))):
             return "per-set samples do not match the rounds"
-        if not 0 <= self.dropped <= max(self.taken, self.dropped) or self.taken < 0:
+        if not 0 <= self.dropped <= max(self.taken, self.dropped) or self.taken < 0 \
+                or not 0 <= self.cpu_timed <= self.taken:
             return "impossible counts of dropped samples"
         values = [*self.baseline_samples, *self.candidate_samples, self.scaled_by]
         values += [x for c in self.cases for x in (*c.baseline_samples, *c.candidate_samples)]

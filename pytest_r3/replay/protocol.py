@@ -150,6 +150,9 @@ class ReplaySettings:
     # rounds taken again after a sample lost its core, per round planned, before the timing
     # gives up as too busy (8: fewer than one clean round in nine attempts)
     retakes_per_round: float = 8.0
+    # a slice with this much thread CPU time that lost its core is timed by that CPU time
+    # instead of dropped (see sampling)
+    long_slice_seconds: float = 5e-3
     timed_keys: tuple = ()             # time only these recordings (one bucket's), if any
     production_calls: int = 64         # launches in a row on production-layout buffers
     seed: int = 0
@@ -297,6 +300,9 @@ class Result:
                      f"{t.baseline_median * 1e6:.1f} us")
             if t.dropped:
                 text += f", {t.dropped} of {t.taken} timed slices dropped (descheduled)"
+            if t.cpu_timed:
+                text += (f", {t.cpu_timed} long slice(s) that lost the CPU timed by its CPU "
+                         "time")
             if t.within_noise:
                 text += " (within noise)"
         if self.review:

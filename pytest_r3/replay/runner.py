@@ -213,14 +213,15 @@ class Runner:
     def time(self, variant: str, case_indices: list[int], guard_seed: int,
              checks: list[dict], weights: list[float] | None = None,
              race_against: float | None = None, reference: str = "baseline",
-             restore: list[list[int]] | None = None):
+             restore: list[list[int]] | None = None, budget: float | None = None):
         """Interleaved timing against the baseline, then the candidate again on each set of
         buffers the timing used, as many launches in a row as a timed sample made, refilled
         as the judge asks (``checks``: the fills of even and odd launches): a variant that
         skips work on buffers it has seen before shows in the last two, which the judge
         checks. ``weights``: what each case counts for in the total (see timing).
         ``reference``: the variant timed side by side, the baseline unless the client built
-        the best configuration so far as "reference"."""
+        the best configuration so far as "reference". ``budget``: seconds the rounds may
+        take (see timing.interleaved_speedup)."""
         if reference not in ("baseline", "reference") or reference not in self.variants:
             raise protocol.ProtocolError(f"time against {reference!r}: no such variant")
         sets = {"base": [], "cand": []}
@@ -239,7 +240,7 @@ class Runner:
                 # a winner against the best so far is timed again against the baseline: it
                 # may stop as soon as it has won; against the baseline, after the minimum
                 stop_ahead=self.settings.race_rounds if reference != "baseline"
-                else self.settings.min_timing_rounds, counters=self.counters)
+                else self.settings.min_timing_rounds, counters=self.counters, budget=budget)
             self._repeats.update(((reference, index), count)
                                  for index, count in zip(case_indices, timing.repeats))
         except KernelFault as fault:

@@ -5,6 +5,7 @@ dropped and its round taken again (see sampling), so a busy machine cannot infla
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
@@ -91,7 +92,8 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
                         race_against: float | None = None,
                         repeats: list[int | None] | None = None,
                         stop_ahead: int | None = None,
-                        counters: Counters | None = None) -> Timing:
+                        counters: Counters | None = None,
+                        budget: float | None = None) -> Timing:
     """Baseline and candidate timed side by side, round after round (see Timing).
 
     ``base_args`` and ``cand_args`` are two sets of launch arguments, one per timed case.
@@ -116,9 +118,18 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
     far), they stop as soon as the candidate has clearly lost (``raced`` in the result), or
     is tied with it after ``min_timing_rounds``, or has clearly won in ``stop_ahead``
     rounds (None: never; a winner's speedup becomes what later candidates race against).
+    ``budget``: seconds the rounds may take in all (the caller's request limit less a
+    margin); past it, retakes and rounds stop as when the retakes run out (``busy`` or
+    ``too_busy``), so a machine busy enough to drag the timing past the caller's limit
+    gives a too-busy result instead of a killed worker (a ``timeout``, which would fail the
+    candidate: the baseline itself under heavy load).
     ``stopped`` says which rule ended the rounds ("" when they all ran).
     """
-    sampler = Sampler(backend, counters)
+    ends = None if budget is None else time.monotonic() + budget
+
+    def late() -> bool:
+        return ends is not None and time.monotonic() > ends
+    sampler = Sampler(backend, counters, settings.long_slice_seconds)
     known = repeats or [None] * len(base_args)
     repeats, slices = [], []
     for args, count in zip(base_args, known, strict=True):
@@ -151,7 +162,7 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
             taken = []
             for side, which in schedule(round_index):
                 sample = sampler.sample(launchers[side], sets[which], repeat, per_slice, timed)
-                while sample.seconds is None and retakes < allowed:
+                while sample.seconds is None and retakes < allowed and not late():
                     retakes += 1  # that sample again, at once: same variant, same buffers
                     sample = sampler.sample(launchers[side], sets[which], repeat, per_slice,
                                             timed)
@@ -191,6 +202,9 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
         elif stop_ahead is not None and _ahead(base_times, cand_times, race_against,
                                                stop_ahead):
             stopped = "ahead"
+        elif late():  # out of time: what enough clean rounds say stands
+            stopped = "busy" if len(base_times) >= max(1, settings.min_timing_rounds) \
+                else "too_busy"
         if stopped:
             break
     return Timing(
@@ -200,7 +214,8 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
                                                     strict=True)),
         by_set=tuple(by_set), last_set=last_set,
         repeats=tuple(repeats), warmup_rounds=warmup, raced=raced, stopped=stopped,
-        dropped=sampler.dropped, taken=sampler.taken, clock=sampler.clock,
+        dropped=sampler.dropped, taken=sampler.taken, cpu_timed=sampler.cpu_timed,
+        clock=sampler.clock,
         counters=counters.describe() if counters is not None else "",
         cycles=tuple((b, c) for b, c, _, _ in counted) if sampler.counting else (),
         instructions=tuple((b, c) for _, _, b, c in counted) if sampler.counting else ())

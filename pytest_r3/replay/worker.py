@@ -98,7 +98,8 @@ class Worker:
                                           [float(w) for w in weights],
                                           _number_or_none(data.get("race_against")),
                                           str(data.get("reference", "baseline")),
-                                          data.get("restore"))
+                                          data.get("restore"),
+                                          _number_or_none(data.get("budget")))
         self.send("timed", reply, buffers)
 
     def on_call(self, data: dict, arrays: dict) -> None:
