@@ -144,6 +144,7 @@ def _build_cuda(kernel, variant, out_dir: Path, target: str | None) -> BuildResu
     result.headers = backend.headers()
     stem = out_dir / variant_label(kernel, variant, arch)
     source = kernel.source_for(variant)
+    backend.add_entry(source, kernel.entry)  # a template instance the file may never make
     ir = backend.compile(source, variant.macro_dict)
     ptx = backend.compile_ptx(ir, kernel.entry, variant.pipeline, kernel.name)
     result.files["ir"] = str(write_text_atomic(stem.with_suffix(".ll"), ptx.optimised_ir))
@@ -156,7 +157,7 @@ def _build_cuda(kernel, variant, out_dir: Path, target: str | None) -> BuildResu
         result.notes.append("nvcc is not installed: no vendor figures to compare with")
         return result
     try:
-        theirs = toolchain.nvcc_ptx(source, variant.macro_dict, arch)
+        theirs = toolchain.nvcc_ptx(source, variant.macro_dict, arch, entry=kernel.entry)
         symbol = toolchain.match_symbol(toolchain.ptx_entries(theirs), kernel.entry,
                                          kernel.where)
         result.files["nvcc ptx"] = str(write_text_atomic(stem.with_suffix(".nvcc.ptx"),

@@ -191,12 +191,17 @@ class CUDABackend(Backend):
         clang.keep_reachable(module, symbol, self.target_machine())
         return module
 
+    def add_entry(self, source: KernelSource, entry: str) -> None:
+        """Let :meth:`compile` instantiate ``entry`` when it names a template instance
+        (``inspect`` does this; a build on another backend object must too)."""
+        if toolchain.parse_entry(entry).arguments is not None:
+            self._instances.setdefault(source.filename, set()).add(entry)
+
     def inspect(self, source: KernelSource, entry: str, macros: Mapping[str, object],
                 kernel_name: str = "") -> Signature:
         where = f"kernel {kernel_name or entry!r} ({source.filename})"
         try:
-            if toolchain.parse_entry(entry).arguments is not None:
-                self._instances.setdefault(source.filename, set()).add(entry)
+            self.add_entry(source, entry)
         except DeclarationError as exc:
             raise DeclarationError(f"{where}: {exc}") from None
         debug_ir = self.compile(source, macros, debug_info=True)
