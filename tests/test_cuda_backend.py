@@ -9,6 +9,7 @@ runtime and a GPU are usable; ptxas and nvcc checks skip unless those tools are 
 from __future__ import annotations
 
 import json
+import re
 import struct
 import subprocess
 import sys
@@ -751,3 +752,35 @@ def test_replay_workers_run_cuda_candidates(tmp_path):
         crash = server.evaluate(Candidate(source_text=broken, label="overrun"))
         assert crash.status in ("crash", "wrong_output"), crash.summary()
         assert server.evaluate(Candidate(macros={"BLOCK": 256, "ITEMS": 1})).ok
+
+
+# -- code generation settings ------------------------------------------------------------
+ROWS_CU = """\
+extern "C" __global__ void scale_rows(float *out, const float *x, const float *w,
+                                      const float *b, int C) {
+  const float *row = x + blockIdx.x * C;
+  float *o = out + blockIdx.x * C;
+  for (int i = threadIdx.x; i < C; i += 32)
+    o[i] = row[i] * w[i] + b[i];
+}
+"""
+POINTER_STEP = re.compile(r"add\.s64\s+(%rd\d+), \1, 128;")  # a pointer advanced per trip
+
+
+def test_loop_strength_reduction_is_a_setting_of_one_build_alone(tmp_path):
+    """With LSR, the four arrays become four 64-bit pointers stepped by 128 bytes, which
+    can cost registers; codegen_lsr=False keeps one index. LLVM's option for it is
+    process-wide: the next build must not inherit it."""
+    path = tmp_path / "rows.cu"
+    path.write_text(ROWS_CU)
+    kernel = r3.kernel(path, entry="scale_rows", backend="cuda", name=f"rows_{id(path)}")
+    backend = CUDABackend("sm_90")
+    ir = backend.compile(kernel.source, {})
+    before = backend.compile_ptx(ir, "scale_rows", Pipeline())
+    without = backend.compile_ptx(ir, "scale_rows", Pipeline(codegen_lsr=False))
+    after = backend.compile_ptx(ir, "scale_rows", Pipeline())
+    assert len(POINTER_STEP.findall(before.ptx)) == 4
+    assert POINTER_STEP.findall(without.ptx) == []
+    assert after.ptx == before.ptx
+    assert CUDABackend.codegen_settings == ("codegen_lsr",)
+    assert get_backend("cpu").codegen_settings == ()

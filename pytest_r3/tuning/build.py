@@ -18,6 +18,7 @@ from pathlib import Path
 from ..backends.clang import without_linker_keep
 from ..backends.compile_cache import trusted_build, untrusted_build
 from ..errors import CompileError, DeclarationError, EntryNotFoundError, R3Error
+from ..model.pipeline import codegen
 from ..outputs import write_bytes_atomic, write_text_atomic
 
 # ptxas figures shown, in order, with their labels
@@ -220,7 +221,8 @@ def _build_cpu(kernel, variant, out_dir: Path) -> BuildResult:
     variant.pipeline.run(module, machine)
     optimised = str(module)
     try:
-        assembly = machine.emit_assembly(module)
+        with codegen(variant.pipeline):
+            assembly = machine.emit_assembly(module)
     except RuntimeError as exc:
         raise CompileError(f"{where}: LLVM could not generate assembly: {exc}", str(exc)) \
             from exc

@@ -31,7 +31,7 @@ import numpy as np
 from ...errors import CompileError, DeclarationError, ToolchainError
 from ...model.bounds import with_declared_bounds
 from ...model.launch import LaunchConfig, LaunchLimits
-from ...model.pipeline import Pipeline
+from ...model.pipeline import Pipeline, codegen
 from ...model.signature import Signature, read_signature, signature_from_dict
 from ...model.source import KernelSource
 from .. import clang, compile_cache
@@ -85,6 +85,7 @@ class CUDABackend(Backend):
     address_space_cap = False  # the CUDA driver reserves more address space than any cap
     cpu_clock = "none"  # the device times a launch; the host thread waits for it
     kernel_define = _KERNEL_DEFINE  # a kernel's definition in the IR, its symbol captured
+    codegen_settings = ("codegen_lsr",)  # LSR's 64-bit pointers can cost registers
 
     def __init__(self, arch: str | None = None, headers: str | None = None) -> None:
         self._arch = check_arch(arch) if arch else None
@@ -293,7 +294,8 @@ class CUDABackend(Backend):
         machine = self.target_machine()
         optimised_ir = str(module)
         try:
-            ptx = machine.emit_assembly(module)
+            with codegen(pipeline):
+                ptx = machine.emit_assembly(module)
         except RuntimeError as exc:
             raise CompileError(f"{where}: LLVM could not generate PTX: {exc}", str(exc)) from exc
         return PTXBuild(ptx, symbol, self.arch, optimised_ir, libdevice)
