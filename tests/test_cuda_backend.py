@@ -365,6 +365,7 @@ class FakeDriver:
         self.launches: list[tuple] = []
         self.copies = 0
         self.flushes: list[int] = []  # bytes written by each L2 flush
+        self.images: list[str] = []  # "ptx" or "cubin", per module loaded
         context = SimpleNamespace(push=lambda: None)
         self.Context = SimpleNamespace(get_current=lambda: context, synchronize=lambda: None)
         driver = self
@@ -414,7 +415,13 @@ class FakeDriver:
         host.reshape(-1).view(np.uint8)[:] = self.array(int(device), np.uint8, host.nbytes)
 
     def module_from_buffer(self, data):
-        assert data.endswith(b"\0") and b".entry" in data
+        if data.startswith(b"\x7fELF"):  # a cubin: ptxas's, loaded only for an sm_80 GPU
+            flags, = struct.unpack_from("<I", data, 48)
+            if (flags >> 8) & 0xFF != 80:
+                raise self.Error("no kernel image is available for execution on the device")
+        else:
+            assert data.endswith(b"\0") and b".entry" in data
+        self.images.append("cubin" if data.startswith(b"\x7fELF") else "ptx")
         return SimpleNamespace(get_function=lambda name: FakeFunction(self, name))
 
 
@@ -484,6 +491,7 @@ def test_numpy_arguments_are_copied_in_and_written_ones_back(fake_gpu):
     np.testing.assert_array_equal(x, x_before)
     assert fake_gpu.launches[-1] == ("_Z5saxpyifPKfPf", (4, 1, 1), (256, 1, 1), 0)
     assert fake_gpu.copies == 3 and fake_gpu.memory == {}  # x in, y in and out; all freed
+    assert fake_gpu.images == ["ptx" if NO_PTXAS else "cubin"]  # ptxas's, for this GPU
     launcher = saxpy.configure(BLOCK=128, ITEMS=4)
     launcher(1000, 1.0, x, y)
     assert fake_gpu.launches[-1][1:3] == ((2, 1, 1), (128, 1, 1))
