@@ -13,6 +13,7 @@ import re
 import struct
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -792,3 +793,30 @@ def test_loop_strength_reduction_is_a_setting_of_one_build_alone(tmp_path):
     assert after.ptx == before.ptx
     assert CUDABackend.codegen_settings == ("codegen_lsr",)
     assert get_backend("cpu").codegen_settings == ()
+
+
+def test_a_build_without_strength_reduction_never_reaches_another_thread(tmp_path):
+    """Two threads emit PTX at once, one with codegen_lsr=False: the other's PTX must stay
+    its own (LLVM's option is process-wide; without the lock, about a third of them came
+    out without strength reduction)."""
+    path = tmp_path / "rows.cu"
+    path.write_text(ROWS_CU)
+    kernel = r3.kernel(path, entry="scale_rows", backend="cuda", name=f"rows_{id(path)}")
+    backend = CUDABackend("sm_90")
+    ir = backend.compile(kernel.source, {})
+    expected = backend.compile_ptx(ir, "scale_rows", Pipeline()).ptx
+    seen: list[str] = []
+
+    def build(pipeline: Pipeline, keep: bool) -> None:
+        for _ in range(30):
+            ptx = backend.compile_ptx(ir, "scale_rows", pipeline).ptx
+            if keep:
+                seen.append(ptx)
+
+    threads = [threading.Thread(target=build, args=(Pipeline(codegen_lsr=False), False)),
+               threading.Thread(target=build, args=(Pipeline(), True))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(seen) == 30 and all(ptx == expected for ptx in seen)
