@@ -96,7 +96,7 @@ def _tune_variant(kernel, tuning: Tuning, lock_path, row: KernelReport,
     settings = tuning.settings
     target = row.target
     space = SearchSpace(kernel.space, kernel.pipeline, tune_pipeline=settings.search_pipeline,
-                        codegen=kernel.backend.codegen_settings)
+                        codegen=getattr(kernel.backend, "codegen_settings", ()))
     fingerprint = source_fingerprint(kernel)
     features = features_hash(host_target().features) if kernel.backend_name == "cpu" else None
     extra = {"features": features}
