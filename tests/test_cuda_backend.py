@@ -791,7 +791,7 @@ def test_loop_strength_reduction_is_a_setting_of_one_build_alone(tmp_path):
     assert len(POINTER_STEP.findall(before.ptx)) == 4
     assert POINTER_STEP.findall(without.ptx) == []
     assert after.ptx == before.ptx
-    assert CUDABackend.codegen_settings == ("codegen_lsr",)
+    assert "codegen_lsr" in CUDABackend.codegen_settings
     assert get_backend("cpu").codegen_settings == ()
 
 
@@ -820,3 +820,64 @@ def test_a_build_without_strength_reduction_never_reaches_another_thread(tmp_pat
     for thread in threads:
         thread.join()
     assert len(seen) == 30 and all(ptx == expected for ptx in seen)
+
+
+ROWS_C = """\
+void rows(int n, int c, const float *x, float *out) {
+  for (int r = 0; r < n; r++) {
+    const float *xr = x + r * c;
+    float *o = out + r * c;
+    for (int i = 0; i < c; i++)
+      o[i] = xr[i] * 2.0f + (float)i;
+  }
+}
+"""
+
+
+def test_flat_addresses_compute_the_same_addresses(tmp_path):
+    """The rewrite behind flat_addresses (p[row + i] from p, not through p + row), checked
+    where it can run without a GPU: on the CPU's IR, JIT-compiled and called."""
+    import ctypes
+
+    from pytest_r3.backends.cpu import jit_kept
+    from pytest_r3.backends.cuda.addressing import flat_addresses
+
+    path = tmp_path / "rows.c"
+    path.write_text(ROWS_C)
+    kernel = r3.kernel(path, entry="rows", name=f"rows_{id(path)}")
+    backend = get_backend("cpu")
+    module = backend.parse(backend.compile(kernel.source, {}), "rows")
+    Pipeline(loop_vectorize=False, slp_vectorize=False, loop_unroll=False).run(
+        module, backend.target_machine())
+    text = str(module)
+    flat = flat_addresses(text)
+    assert re.search(r"getelementptr inbounds float, ptr %x, i64 %r3\.flat\.\d+", flat)
+    assert re.search(r"getelementptr inbounds float, ptr %out, i64 %r3\.flat\.\d+", flat)
+    x = np.random.default_rng(0).standard_normal((5, 7)).astype(np.float32)
+    results = []
+    for ir in (text, flat):
+        engine = jit_kept(backend.parse(ir, "rows"), backend.target_machine(), None, None, {})
+        rows = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
+                                ctypes.c_void_p)(engine.get_function_address("rows"))
+        out = np.zeros_like(x)
+        rows(5, 7, x.ctypes.data, out.ctypes.data)
+        results.append(out)
+    np.testing.assert_array_equal(results[1], x * 2 + np.arange(7, dtype=np.float32))
+    np.testing.assert_array_equal(results[0], results[1])
+
+
+@needs_ptxas
+def test_flat_addresses_can_save_registers_and_are_searched_for_cuda(tmp_path):
+    """llm.c's softmax_forward_kernel3 (tests/cuda_thirdparty): 24 registers through row
+    pointers, 18 (nvcc's count) with flat_addresses; a CUDA kernel's search offers it."""
+    folder = REPO / "tests" / "cuda_thirdparty" / "llm.c" / "dev" / "cuda"
+    kernel = r3.kernel(folder / "softmax_forward.cu", entry="softmax_forward_kernel3",
+                       backend="cuda", name=f"softmax3_{id(tmp_path)}")
+    backend = CUDABackend("sm_90")
+    backend.inspect(kernel.source, kernel.entry, {})
+    ir = backend.compile(kernel.source, {})
+    rows = backend.compile_ptx(ir, kernel.entry, Pipeline())
+    flat = backend.compile_ptx(ir, kernel.entry, Pipeline(flat_addresses=True))
+    assert flat.diagnostics["registers"] < rows.diagnostics["registers"]
+    assert "r3.flat" in flat.optimised_ir and "r3.flat" not in rows.optimised_ir
+    assert CUDABackend.codegen_settings == ("codegen_lsr", "flat_addresses")

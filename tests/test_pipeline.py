@@ -103,14 +103,15 @@ def test_code_generation_settings_are_searched_only_where_the_backend_honours_th
     """CUDA's PTX is emitted with the candidate's codegen_lsr; a CPU kernel's search space
     does not spend its budget on a setting its backend ignores."""
     from pytest_r3.backends import get_backend
+    from pytest_r3.backends.cuda import CUDABackend
     from pytest_r3.model.pipeline import bounds_problem
     from pytest_r3.model.tunables import TuningSpace
     from pytest_r3.search.parametrization import SearchSpace
 
-    cuda = SearchSpace(TuningSpace({}), Pipeline(), codegen=("codegen_lsr",))
+    cuda = SearchSpace(TuningSpace({}), Pipeline(), codegen=CUDABackend.codegen_settings)
     cpu = SearchSpace(TuningSpace({}), Pipeline(), codegen=get_backend("cpu").codegen_settings)
     point = cuda.parametrization(seed=1)
-    assert "codegen_lsr" in point["pipeline"].value
+    assert {"codegen_lsr", "flat_addresses"} <= set(point["pipeline"].value)
     assert "codegen_lsr" not in cpu.parametrization(seed=1)["pipeline"].value
     point.value = {**point.value,
                    "pipeline": {**point.value["pipeline"], "codegen_lsr": False}}

@@ -50,10 +50,12 @@ PIPELINE_CHOICES: dict[str, tuple] = {
     "unroll_count": (0, 1, 2, 4, 8, 16),
 }
 # Code generation settings, searched only for backends that honour them (a backend's
-# ``codegen_settings``): each is on by default, and LLVM's option named here turns it off.
+# ``codegen_settings``), each with its default first.
 CODEGEN_CHOICES: dict[str, tuple] = {
     "codegen_lsr": (True, False),
+    "flat_addresses": (False, True),
 }
+# the settings codegen() applies: on by default, turned off by LLVM's option named here
 _DISABLING_OPTIONS = {"codegen_lsr": "-disable-lsr"}
 _CODEGEN_LOCK = threading.Lock()
 MAX_CUSTOM_PASSES = 8  # per sequence, in a state file (the tuner uses two slots)
@@ -96,6 +98,9 @@ class Pipeline:
     # code generation's loop strength reduction (CUDA: False can save registers where LSR
     # turns array indexing into several 64-bit pointers; see codegen())
     codegen_lsr: bool = True
+    # GPU: address p[row + i] from p, not through a row pointer p + row (the backend rewrites
+    # the optimised IR; see backends/cuda/addressing.py)
+    flat_addresses: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "passes_before", tuple(self.passes_before))
@@ -112,7 +117,7 @@ class Pipeline:
         if self.level not in (0, 1, 2, 3):
             raise DeclarationError(f"pipeline level must be 0, 1, 2 or 3, got {self.level!r}")
         for name in ("loop_vectorize", "slp_vectorize", "loop_unroll", "loop_interleave",
-                     "codegen_lsr"):
+                     "codegen_lsr", "flat_addresses"):
             if not isinstance(getattr(self, name), bool):
                 raise DeclarationError(
                     f"pipeline {name} must be True or False, got {getattr(self, name)!r}"

@@ -37,7 +37,7 @@ from ...model.source import KernelSource
 from .. import clang, compile_cache
 from ..base import Backend, Launcher
 from ..candidate_text import display_name
-from . import reach, support, toolchain
+from . import addressing, reach, support, toolchain
 
 ARCH_ENV = "PYTEST_R3_CUDA_ARCH"
 DEFAULT_ARCH = "sm_80"
@@ -85,7 +85,8 @@ class CUDABackend(Backend):
     address_space_cap = False  # the CUDA driver reserves more address space than any cap
     cpu_clock = "none"  # the device times a launch; the host thread waits for it
     kernel_define = _KERNEL_DEFINE  # a kernel's definition in the IR, its symbol captured
-    codegen_settings = ("codegen_lsr",)  # LSR's 64-bit pointers can cost registers
+    # LSR's 64-bit pointers, and row pointers, can cost registers (see addressing.py)
+    codegen_settings = ("codegen_lsr", "flat_addresses")
 
     def __init__(self, arch: str | None = None, headers: str | None = None) -> None:
         self._arch = check_arch(arch) if arch else None
@@ -260,6 +261,8 @@ class CUDABackend(Backend):
         cleanup.add_global_dead_code_eliminate_pass()
         cleanup.run(module, llvm.create_pass_builder(
             machine, llvm.create_pipeline_tuning_options(speed_level=0)))
+        if pipeline.flat_addresses:  # after LLVM's passes, which would fold it back
+            module = self.parse(addressing.flat_addresses(str(module)), where)
         return module, symbol, linked
 
     def compile_ptx(self, ir: str, entry: str, pipeline: Pipeline,
