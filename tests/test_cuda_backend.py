@@ -864,6 +864,15 @@ def test_flat_addresses_compute_the_same_addresses(tmp_path):
         results.append(out)
     np.testing.assert_array_equal(results[1], x * 2 + np.arange(7, dtype=np.float32))
     np.testing.assert_array_equal(results[0], results[1])
+    # AMD GPU code addresses global memory in address space 1: the same rewrite there, and
+    # none between two address spaces or two element types
+    global_ir = ("  %row = getelementptr inbounds nuw float, ptr addrspace(1) %x, i64 %r\n"
+                 "  %a = getelementptr inbounds float, ptr addrspace(1) %row, i64 %i\n"
+                 "  %b = getelementptr inbounds i32, ptr addrspace(1) %row, i64 %i\n")
+    assert flat_addresses(global_ir).splitlines()[1:] == [
+        "  %r3.flat.1 = add nsw i64 %r, %i",
+        "  %a = getelementptr inbounds float, ptr addrspace(1) %x, i64 %r3.flat.1",
+        "  %b = getelementptr inbounds i32, ptr addrspace(1) %row, i64 %i"]
 
 
 @needs_ptxas

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import re
 
-# %x = getelementptr [inbounds [nuw]] T, ptr %base, i64 %index   (one index, nothing after)
+# %x = getelementptr [inbounds [nuw]] T, ptr [addrspace(N)] %base, i64 %index   (one
+# index, nothing after: a line with debug metadata is left as it is)
 _GEP = re.compile(r"^(?P<indent>[ \t]+)(?P<name>%[\w.]+) = getelementptr "
-                  r"(?P<flags>inbounds (?:nuw )?|nuw )?(?P<type>\w+), ptr (?P<base>%[\w.]+), "
+                  r"(?P<flags>inbounds (?:nuw )?|nuw )?(?P<type>\w+), "
+                  r"(?P<pointer>ptr(?: addrspace\(\d+\))?) (?P<base>%[\w.]+), "
                   r"i64 (?P<index>%[\w.]+)$", re.MULTILINE)
 
 
@@ -29,7 +31,7 @@ def flat_addresses(ir: str) -> str:
     def rebased(match: re.Match) -> str:
         nonlocal count
         row = rows.get(match["base"])
-        if row is None or row["type"] != match["type"]:
+        if row is None or (row["type"], row["pointer"]) != (match["type"], match["pointer"]):
             return match[0]
         count += 1
         # in bounds when both steps were; then the sum of the two offsets cannot overflow
@@ -39,6 +41,6 @@ def flat_addresses(ir: str) -> str:
         return (f"{match['indent']}{offset} = add {'nsw ' if inbounds else ''}i64 "
                 f"{row['index']}, {match['index']}\n"
                 f"{match['indent']}{match['name']} = getelementptr {inbounds}{match['type']}, "
-                f"ptr {row['base']}, i64 {offset}")
+                f"{match['pointer']} {row['base']}, i64 {offset}")
 
     return _GEP.sub(rebased, ir)
