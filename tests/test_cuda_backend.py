@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -365,6 +367,7 @@ class FakeDriver:
         self.launches: list[tuple] = []
         self.copies = 0
         self.flushes: list[int] = []  # bytes written by each L2 flush
+        self.images: list[str] = []  # "ptx" or "cubin", per module loaded
         context = SimpleNamespace(push=lambda: None)
         self.Context = SimpleNamespace(get_current=lambda: context, synchronize=lambda: None)
         driver = self
@@ -414,7 +417,13 @@ class FakeDriver:
         host.reshape(-1).view(np.uint8)[:] = self.array(int(device), np.uint8, host.nbytes)
 
     def module_from_buffer(self, data):
-        assert data.endswith(b"\0") and b".entry" in data
+        if data.startswith(b"\x7fELF"):  # a cubin: ptxas's, loaded only for an sm_80 GPU
+            flags, = struct.unpack_from("<I", data, 48)
+            if (flags >> 8) & 0xFF != 80:
+                raise self.Error("no kernel image is available for execution on the device")
+        else:
+            assert data.endswith(b"\0") and b".entry" in data
+        self.images.append("cubin" if data.startswith(b"\x7fELF") else "ptx")
         return SimpleNamespace(get_function=lambda name: FakeFunction(self, name))
 
 
@@ -484,6 +493,7 @@ def test_numpy_arguments_are_copied_in_and_written_ones_back(fake_gpu):
     np.testing.assert_array_equal(x, x_before)
     assert fake_gpu.launches[-1] == ("_Z5saxpyifPKfPf", (4, 1, 1), (256, 1, 1), 0)
     assert fake_gpu.copies == 3 and fake_gpu.memory == {}  # x in, y in and out; all freed
+    assert fake_gpu.images == ["ptx" if NO_PTXAS else "cubin"]  # ptxas's, for this GPU
     launcher = saxpy.configure(BLOCK=128, ITEMS=4)
     launcher(1000, 1.0, x, y)
     assert fake_gpu.launches[-1][1:3] == ((2, 1, 1), (128, 1, 1))
@@ -803,3 +813,132 @@ def test_the_auto_backend_forwards_enter_worker(monkeypatch):
                         lambda self: SimpleNamespace(enter_worker=lambda: calls.append(1)))
     auto.enter_worker()
     assert calls == [1]
+
+
+# -- code generation settings ------------------------------------------------------------
+ROWS_CU = """\
+extern "C" __global__ void scale_rows(float *out, const float *x, const float *w,
+                                      const float *b, int C) {
+  const float *row = x + blockIdx.x * C;
+  float *o = out + blockIdx.x * C;
+  for (int i = threadIdx.x; i < C; i += 32)
+    o[i] = row[i] * w[i] + b[i];
+}
+"""
+POINTER_STEP = re.compile(r"add\.s64\s+(%rd\d+), \1, 128;")  # a pointer advanced per trip
+
+
+def test_loop_strength_reduction_is_a_setting_of_one_build_alone(tmp_path):
+    """With LSR, the four arrays become four 64-bit pointers stepped by 128 bytes, which
+    can cost registers; codegen_lsr=False keeps one index. LLVM's option for it is
+    process-wide: the next build must not inherit it."""
+    path = tmp_path / "rows.cu"
+    path.write_text(ROWS_CU)
+    kernel = r3.kernel(path, entry="scale_rows", backend="cuda", name=f"rows_{id(path)}")
+    backend = CUDABackend("sm_90")
+    ir = backend.compile(kernel.source, {})
+    before = backend.compile_ptx(ir, "scale_rows", Pipeline())
+    without = backend.compile_ptx(ir, "scale_rows", Pipeline(codegen_lsr=False))
+    after = backend.compile_ptx(ir, "scale_rows", Pipeline())
+    assert len(POINTER_STEP.findall(before.ptx)) == 4
+    assert POINTER_STEP.findall(without.ptx) == []
+    assert after.ptx == before.ptx
+    assert "codegen_lsr" in CUDABackend.codegen_settings
+    assert get_backend("cpu").codegen_settings == ()
+
+
+def test_a_build_without_strength_reduction_never_reaches_another_thread(tmp_path):
+    """Two threads emit PTX at once, one with codegen_lsr=False: the other's PTX must stay
+    its own (LLVM's option is process-wide; without the lock, about a third of them came
+    out without strength reduction)."""
+    path = tmp_path / "rows.cu"
+    path.write_text(ROWS_CU)
+    kernel = r3.kernel(path, entry="scale_rows", backend="cuda", name=f"rows_{id(path)}")
+    backend = CUDABackend("sm_90")
+    ir = backend.compile(kernel.source, {})
+    expected = backend.compile_ptx(ir, "scale_rows", Pipeline()).ptx
+    seen: list[str] = []
+
+    def build(pipeline: Pipeline, keep: bool) -> None:
+        for _ in range(30):
+            ptx = backend.compile_ptx(ir, "scale_rows", pipeline).ptx
+            if keep:
+                seen.append(ptx)
+
+    threads = [threading.Thread(target=build, args=(Pipeline(codegen_lsr=False), False)),
+               threading.Thread(target=build, args=(Pipeline(), True))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(seen) == 30 and all(ptx == expected for ptx in seen)
+
+
+ROWS_C = """\
+void rows(int n, int c, const float *x, float *out) {
+  for (int r = 0; r < n; r++) {
+    const float *xr = x + r * c;
+    float *o = out + r * c;
+    for (int i = 0; i < c; i++)
+      o[i] = xr[i] * 2.0f + (float)i;
+  }
+}
+"""
+
+
+def test_flat_addresses_compute_the_same_addresses(tmp_path):
+    """The rewrite behind flat_addresses (p[row + i] from p, not through p + row), checked
+    where it can run without a GPU: on the CPU's IR, JIT-compiled and called."""
+    import ctypes
+
+    from pytest_r3.backends.cpu import jit_kept
+    from pytest_r3.backends.cuda.addressing import flat_addresses
+
+    path = tmp_path / "rows.c"
+    path.write_text(ROWS_C)
+    kernel = r3.kernel(path, entry="rows", name=f"rows_{id(path)}")
+    backend = get_backend("cpu")
+    module = backend.parse(backend.compile(kernel.source, {}), "rows")
+    Pipeline(loop_vectorize=False, slp_vectorize=False, loop_unroll=False).run(
+        module, backend.target_machine())
+    text = str(module)
+    flat = flat_addresses(text)
+    assert re.search(r"getelementptr inbounds float, ptr %x, i64 %r3\.flat\.\d+", flat)
+    assert re.search(r"getelementptr inbounds float, ptr %out, i64 %r3\.flat\.\d+", flat)
+    x = np.random.default_rng(0).standard_normal((5, 7)).astype(np.float32)
+    results = []
+    for ir in (text, flat):
+        engine = jit_kept(backend.parse(ir, "rows"), backend.target_machine(), None, None, {})
+        rows = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
+                                ctypes.c_void_p)(engine.get_function_address("rows"))
+        out = np.zeros_like(x)
+        rows(5, 7, x.ctypes.data, out.ctypes.data)
+        results.append(out)
+    np.testing.assert_array_equal(results[1], x * 2 + np.arange(7, dtype=np.float32))
+    np.testing.assert_array_equal(results[0], results[1])
+    # AMD GPU code addresses global memory in address space 1: the same rewrite there, and
+    # none between two address spaces or two element types
+    global_ir = ("  %row = getelementptr inbounds nuw float, ptr addrspace(1) %x, i64 %r\n"
+                 "  %a = getelementptr inbounds float, ptr addrspace(1) %row, i64 %i\n"
+                 "  %b = getelementptr inbounds i32, ptr addrspace(1) %row, i64 %i\n")
+    assert flat_addresses(global_ir).splitlines()[1:] == [
+        "  %r3.flat.1 = add nsw i64 %r, %i",
+        "  %a = getelementptr inbounds float, ptr addrspace(1) %x, i64 %r3.flat.1",
+        "  %b = getelementptr inbounds i32, ptr addrspace(1) %row, i64 %i"]
+
+
+@needs_ptxas
+def test_flat_addresses_can_save_registers_and_are_searched_for_cuda(tmp_path):
+    """llm.c's softmax_forward_kernel3 (tests/cuda_thirdparty): 24 registers through row
+    pointers, 18 (nvcc's count) with flat_addresses; a CUDA kernel's search offers it."""
+    folder = REPO / "tests" / "cuda_thirdparty" / "llm.c" / "dev" / "cuda"
+    kernel = r3.kernel(folder / "softmax_forward.cu", entry="softmax_forward_kernel3",
+                       backend="cuda", name=f"softmax3_{id(tmp_path)}")
+    backend = CUDABackend("sm_90")
+    backend.inspect(kernel.source, kernel.entry, {})
+    ir = backend.compile(kernel.source, {})
+    rows = backend.compile_ptx(ir, kernel.entry, Pipeline())
+    flat = backend.compile_ptx(ir, kernel.entry, Pipeline(flat_addresses=True))
+    assert flat.diagnostics["registers"] < rows.diagnostics["registers"]
+    assert "r3.flat" in flat.optimised_ir and "r3.flat" not in rows.optimised_ir
+    assert CUDABackend.codegen_settings == ("codegen_lsr", "flat_addresses")

@@ -376,6 +376,37 @@ def test_math_functions_are_the_hosts_libm(tmp_path):
     np.testing.assert_allclose(out, expected, rtol=2e-6)
 
 
+SAD_CU = """\
+    extern "C" __global__ void sad(const int *a, const int *b, const unsigned int *c,
+                                   unsigned int *out, unsigned int *high)
+    {
+        int i = threadIdx.x;
+        out[i] = __sad(a[i], b[i], c[i]);
+        high[i] = __sad(a[i], b[i], 0u) > 0x7fffffffu;  /* |a - b| of 2^31 or more */
+        out[i + blockDim.x] = __usad((unsigned int)a[i], (unsigned int)b[i], c[i]);
+    }
+"""
+
+
+def test_sad_is_defined_for_every_pair_of_ints(tmp_path):
+    """CUDA's __sad(x, y, z) is |x - y| + z for all ints, |x - y| taken without overflow
+    (up to 2^32 - 1) and the sum modulo 2^32; __usad the same on unsigned ints."""
+    kernel = cuda_kernel(tmp_path, SAD_CU, "sad", launch={"grid": 1, "block": 16})
+    low, high = np.iinfo(np.int32).min, np.iinfo(np.int32).max
+    a = np.array([high, low, 0, low, -1, high, 5, -7, low, high, 1, 0, low + 1, -2, 3, high],
+                 np.int32)
+    b = np.array([low, high, low, 0, high, -1, 5, 9, low, high, low, high, -1, high, -4, 0],
+                 np.int32)
+    c = np.array([0, 0, 0, 7, 1, 0xFFFFFFFF, 0, 3, 2, 0, 5, 0, 0, 9, 0, 1], np.uint32)
+    out, above = np.zeros(32, np.uint32), np.zeros(16, np.uint32)
+    kernel(a, b, c, out, above)
+    distance = np.abs(a.astype(np.int64) - b.astype(np.int64))
+    np.testing.assert_array_equal(out[:16], ((distance + c) % 2 ** 32).astype(np.uint32))
+    np.testing.assert_array_equal(above, (distance > 0x7FFFFFFF).astype(np.uint32))
+    ua, ub = a.view(np.uint32).astype(np.int64), b.view(np.uint32).astype(np.int64)
+    np.testing.assert_array_equal(out[16:], ((np.abs(ua - ub) + c) % 2 ** 32).astype(np.uint32))
+
+
 # -- errors a GPU hides --------------------------------------------------------------------
 
 DIVERGENT_CU = """\

@@ -25,6 +25,7 @@ import pytest
 
 import pytest_r3 as r3
 from pytest_r3.backends import forget_backend, get_backend
+from pytest_r3.backends.cuda import CUDABackend, toolchain
 from pytest_r3.backends.cuda import runtime as cuda_runtime
 from pytest_r3.backends.cuda.gpu_timing import WARMUP_LAUNCHES
 from pytest_r3.backends.cuda.runtime_bindings import BindingsDriver
@@ -177,6 +178,7 @@ class CUresult(enum.IntEnum):
     CUDA_SUCCESS = 0
     CUDA_ERROR_INVALID_VALUE = 1
     CUDA_ERROR_NO_DEVICE = 100
+    CUDA_ERROR_NO_BINARY_FOR_GPU = 209
     CUDA_ERROR_ILLEGAL_ADDRESS = 700
     CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701
 
@@ -185,7 +187,9 @@ ERROR_TEXT = {CUresult.CUDA_ERROR_NO_DEVICE: "no CUDA-capable device is detected
               CUresult.CUDA_ERROR_ILLEGAL_ADDRESS: "an illegal memory access was encountered",
               CUresult.CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: "too many resources requested for "
                                                            "launch",
-              CUresult.CUDA_ERROR_INVALID_VALUE: "invalid argument"}
+              CUresult.CUDA_ERROR_INVALID_VALUE: "invalid argument",
+              CUresult.CUDA_ERROR_NO_BINARY_FOR_GPU: "no kernel image is available for "
+                                                     "execution on the device"}
 OK = CUresult.CUDA_SUCCESS
 
 
@@ -223,6 +227,7 @@ class FakeCU:
         self.clock = 0.0
         self.events: set[int] = set()
         self.ops: list[tuple] = []  # memsets, event records and launches, in stream order
+        self.images: list[str] = []  # "ptx" or "cubin", per module loaded
 
     # errors, device, context
     def cuGetErrorName(self, result):
@@ -267,12 +272,24 @@ class FakeCU:
 
     # modules and functions
     def cuModuleLoadData(self, address):
+        if ctypes.string_at(address, 4) == b"\x7fELF":  # a cubin: an ELF file with no NULs
+            header = ctypes.string_at(address, 64)  # to end it; its header gives its size
+            section_table, = struct.unpack_from("<Q", header, 40)
+            entry_size, count = struct.unpack_from("<HH", header, 58)
+            image = ctypes.string_at(address, section_table + entry_size * count)
+            flags, = struct.unpack_from("<I", header, 48)
+            if (flags >> 8) & 0xFF != self.ATTRIBUTES["major"] * 10 + self.ATTRIBUTES["minor"]:
+                return (CUresult.CUDA_ERROR_NO_BINARY_FOR_GPU, None)  # another GPU's code
+            self.images.append("cubin")
+            return OK, image.decode("latin-1")
         text = ctypes.string_at(address).decode()
         assert ".entry" in text
+        self.images.append("ptx")
         return OK, text
 
     def cuModuleGetFunction(self, module, name):
-        if f".entry {name.decode()}(" not in module:
+        if f".entry {name.decode()}(" not in module \
+                and f".text.{name.decode()}\0" not in module:  # the cubin's code section
             return (CUresult.CUDA_ERROR_INVALID_VALUE, None)
         return OK, name.decode()
 
@@ -526,6 +543,29 @@ def test_ptx_the_driver_refuses_is_a_compile_error(fake_cu):
                        r"failed: CUDA_ERROR_INVALID_VALUE.*PYTEST_R3_CUDA_ARCH=sm_90"):
         runtime.launcher(".version 7.8\n.target sm_90\n.entry other(\n", "saxpy",
                          signature(("n", "int32", False, False)), None, {}, None, "k")
+
+
+@pytest.mark.skipif(toolchain.find_tool("ptxas") is None,
+                    reason="ptxas (CUDA toolkit) is not installed: no cubin to load")
+def test_the_cubin_ptxas_made_is_loaded_when_it_is_for_this_gpu(fake_cu):
+    """The driver then compiles nothing: the code launched is the code ptxas reported on
+    (and the compiled-code cache kept). A cubin for another GPU, which the driver refuses,
+    leaves the PTX to be loaded."""
+    saxpy = declare_saxpy("cubin_saxpy")
+    x, y = np.arange(1000, dtype=np.float32), np.ones(1000, np.float32)
+    saxpy(1000, 2.0, x, y)
+    np.testing.assert_array_equal(y, 2 * x + 1)
+    assert fake_cu.images == ["cubin"]
+    assert saxpy.build().diagnostics["loaded"] == "cubin"
+
+    backend = get_backend("cuda")
+    ir = backend.compile(saxpy.source, saxpy.baseline.macro_dict)
+    for arch, image in (("sm_90", "cubin"), ("sm_80", "ptx")):
+        build = CUDABackend(arch).compile_ptx(ir, "saxpy", r3.Pipeline())
+        assert build.cubin is not None
+        launcher = backend.load_ptx(build.ptx, build.symbol, saxpy.signature, saxpy.launch,
+                                    {"BLOCK": 256, "ITEMS": 1}, "k", build)
+        assert fake_cu.images[-1] == image and launcher.diagnostics["loaded"] == image
 
 
 # -- on a real GPU, under each runtime -----------------------------------------------------

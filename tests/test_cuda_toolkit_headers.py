@@ -118,6 +118,47 @@ def test_forcing_the_bundled_headers_refuses_cub_in_one_line(tmp_path, headers):
     assert CUDABackend("sm_90").headers().startswith(f"CUDA {TOOLKIT.release} toolkit")
 
 
+HOST_SIDE = {
+    "cub/cub.cuh": """\
+        #include <cub/cub.cuh>
+        __global__ void scale(int n, float a, float *x) {
+          int i = blockIdx.x * blockDim.x + threadIdx.x;
+          if (i < n) x[i] *= a;
+        }
+        void total(const float *in, float *out, int n, void *scratch, size_t bytes) {
+          cub::DeviceReduce::Sum(scratch, bytes, in, out, n);
+        }
+        """,
+    "thrust/device_vector.h": """\
+        #include <thrust/device_vector.h>
+        #include <thrust/reduce.h>
+        __global__ void scale(int n, float a, float *x) {
+          int i = blockIdx.x * blockDim.x + threadIdx.x;
+          if (i < n) x[i] *= a;
+        }
+        float total(const thrust::device_vector<float> &v) {
+          return thrust::reduce(v.begin(), v.end());
+        }
+        """,
+}
+
+
+@needs_toolkit
+@pytest.mark.parametrize("header", HOST_SIDE)
+def test_device_wide_cub_and_thrust_are_one_line_naming_the_include(tmp_path, headers, header):
+    """Their host side needs CUDA's whole runtime API: clang's first error is deep in the
+    library (a runtime enumerator), so the line names the file's own #include instead, and
+    what to do."""
+    headers("auto")
+    path = write(tmp_path, "host_side.cu", HOST_SIDE[header])
+    with pytest.raises(CompileError) as error:
+        build(path, "scale")
+    first = str(error.value).splitlines()[0]
+    assert first.startswith(f"{path}:1: <{header}> (")
+    assert "needs CUDA's runtime API" in first and "<cub/block/...>" in first
+    assert first.endswith("see docs/cuda.md (section 'With an installed CUDA toolkit')")
+
+
 @needs_toolkit
 def test_the_headers_are_part_of_the_builds_identity(tmp_path, headers, monkeypatch):
     """A build cached with the toolkit's headers is never what a bundled build gets."""

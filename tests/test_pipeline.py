@@ -97,3 +97,25 @@ def test_pipeline_declared_with_the_kernel_is_the_baseline(kernel_dir, unique_na
     y = np.zeros(4, dtype=np.float32)
     kernel(4, 2.0, np.ones(4, dtype=np.float32), y)
     np.testing.assert_array_equal(y, 2.0)
+
+
+def test_code_generation_settings_are_searched_only_where_the_backend_honours_them():
+    """CUDA's PTX is emitted with the candidate's codegen_lsr; a CPU kernel's search space
+    does not spend its budget on a setting its backend ignores."""
+    from pytest_r3.backends import get_backend
+    from pytest_r3.backends.cuda import CUDABackend
+    from pytest_r3.model.pipeline import bounds_problem
+    from pytest_r3.model.tunables import TuningSpace
+    from pytest_r3.search.parametrization import SearchSpace
+
+    cuda = SearchSpace(TuningSpace({}), Pipeline(), codegen=CUDABackend.codegen_settings)
+    cpu = SearchSpace(TuningSpace({}), Pipeline(), codegen=get_backend("cpu").codegen_settings)
+    point = cuda.parametrization(seed=1)
+    assert {"codegen_lsr", "flat_addresses"} <= set(point["pipeline"].value)
+    assert "codegen_lsr" not in cpu.parametrization(seed=1)["pipeline"].value
+    point.value = {**point.value,
+                   "pipeline": {**point.value["pipeline"], "codegen_lsr": False}}
+    assert cuda.decode(point.value).pipeline == {"codegen_lsr": False}
+    assert Pipeline.from_mapping({"codegen_lsr": False}).differences() == {"codegen_lsr": False}
+    assert bounds_problem({"codegen_lsr": False}, Pipeline()) is None
+    assert "codegen_lsr='no' is outside" in bounds_problem({"codegen_lsr": "no"}, Pipeline())

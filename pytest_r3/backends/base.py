@@ -37,6 +37,9 @@ class Backend(abc.ABC):
     # "thread" (the timing thread's: a kernel that runs on the calling thread), "process"
     # (a kernel that runs several threads of its own) or "none" (a device times it).
     cpu_clock: Literal["thread", "process", "none"] = "thread"
+    # The pipeline's code generation settings (model.pipeline.CODEGEN_CHOICES) this backend
+    # honours, so tuning searches them: it emits its code inside model.pipeline.codegen().
+    codegen_settings: tuple[str, ...] = ()
 
     @abc.abstractmethod
     def target_name(self) -> str:

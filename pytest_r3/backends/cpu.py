@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import CompileError, DeclarationError, EntryNotFoundError
 from ..model.arguments import ArgumentBinder
 from ..model.bounds import with_declared_bounds
-from ..model.pipeline import Pipeline
+from ..model.pipeline import Pipeline, codegen
 from ..model.signature import Signature, read_signature, signature_from_dict
 from ..model.source import KernelSource
 from . import clang as toolchain
@@ -296,7 +296,8 @@ def jit_kept(module, machine, disk: compile_cache.Access | None, key: str | None
     objects: list[bytes] = []
     if disk is not None and key is not None:
         engine.set_object_cache(notify_func=lambda _, data: objects.append(bytes(data)))
-    engine.finalize_object()
+    with codegen():  # no other build's code generation settings
+        engine.finalize_object()
     if disk is not None and key is not None and len(objects) == 1:
         disk.put(key, objects[0], meta)
     return engine

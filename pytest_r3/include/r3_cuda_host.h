@@ -294,8 +294,9 @@ __R3_HOST unsigned int __uhadd(unsigned int a, unsigned int b) {
   return (unsigned int)(((unsigned long long)a + b) >> 1); }
 __R3_HOST unsigned int __urhadd(unsigned int a, unsigned int b) {
   return (unsigned int)(((unsigned long long)a + b + 1) >> 1); }
+/* |a - b| in unsigned arithmetic: a - b in int overflows (undefined) for far-apart ints */
 __R3_HOST unsigned int __sad(int a, int b, unsigned int c) {
-  return c + (unsigned int)(a > b ? a - b : b - a); }
+  return c + (a > b ? (unsigned int)a - (unsigned int)b : (unsigned int)b - (unsigned int)a); }
 __R3_HOST unsigned int __usad(unsigned int a, unsigned int b, unsigned int c) {
   return c + (a > b ? a - b : b - a); }
 __R3_HOST unsigned int __byte_perm(unsigned int x, unsigned int y, unsigned int s) {

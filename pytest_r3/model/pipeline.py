@@ -9,14 +9,21 @@ standard one, and attach loop hints (vector width, interleave count, unroll coun
 loop as ``llvm.loop`` metadata, the same hints ``#pragma clang loop`` writes. Loop hints are
 used instead of LLVM's global command-line options (``-force-vector-width``...) because
 those stay set for the whole process once given, so one variant would change the next.
+
+Code generation settings (:data:`CODEGEN_CHOICES`) are read by LLVM's code generator, which
+has no per-module option: a backend that honours them (CUDA's PTX) emits inside
+:func:`codegen`, which sets them for that emission alone, and every other emission in the
+process takes the same lock, so none sees another build's setting.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, fields
 
 from ..errors import DeclarationError
@@ -42,6 +49,15 @@ PIPELINE_CHOICES: dict[str, tuple] = {
     "interleave_count": (0, 1, 2, 4, 8),
     "unroll_count": (0, 1, 2, 4, 8, 16),
 }
+# Code generation settings, searched only for backends that honour them (a backend's
+# ``codegen_settings``), each with its default first.
+CODEGEN_CHOICES: dict[str, tuple] = {
+    "codegen_lsr": (True, False),
+    "flat_addresses": (False, True),
+}
+# the settings codegen() applies: on by default, turned off by LLVM's option named here
+_DISABLING_OPTIONS = {"codegen_lsr": "-disable-lsr"}
+_CODEGEN_LOCK = threading.Lock()
 MAX_CUSTOM_PASSES = 8  # per sequence, in a state file (the tuner uses two slots)
 
 
@@ -50,7 +66,7 @@ def bounds_problem(settings: Mapping[str, object], declared: Pipeline) -> str | 
     never explores, or None. Each setting must be one of :data:`PIPELINE_CHOICES` or the
     ``declared`` pipeline's own value: ``unroll_count=100000`` makes LLVM run for minutes."""
     for name, value in settings.items():
-        allowed = PIPELINE_CHOICES.get(name)
+        allowed = PIPELINE_CHOICES.get(name, CODEGEN_CHOICES.get(name))
         if allowed is not None and value != getattr(declared, name) and not any(
                 value == choice and type(value) is type(choice) for choice in allowed):
             return (f"pipeline {name}={value!r} is outside what tuning explores "
@@ -79,6 +95,12 @@ class Pipeline:
     vector_width: int = 0          # 0: the vectoriser decides
     interleave_count: int = 0      # 0: the vectoriser decides
     unroll_count: int = 0          # 0: the unroller decides; 1: no unrolling
+    # code generation's loop strength reduction (CUDA: False can save registers where LSR
+    # turns array indexing into several 64-bit pointers; see codegen())
+    codegen_lsr: bool = True
+    # GPU: address p[row + i] from p, not through a row pointer p + row (the backend rewrites
+    # the optimised IR; see backends/cuda/addressing.py)
+    flat_addresses: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "passes_before", tuple(self.passes_before))
@@ -94,7 +116,8 @@ class Pipeline:
                 raise DeclarationError(f"pipeline {knob} must be an integer >= 0, got {value!r}")
         if self.level not in (0, 1, 2, 3):
             raise DeclarationError(f"pipeline level must be 0, 1, 2 or 3, got {self.level!r}")
-        for name in ("loop_vectorize", "slp_vectorize", "loop_unroll", "loop_interleave"):
+        for name in ("loop_vectorize", "slp_vectorize", "loop_unroll", "loop_interleave",
+                     "codegen_lsr", "flat_addresses"):
             if not isinstance(getattr(self, name), bool):
                 raise DeclarationError(
                     f"pipeline {name} must be True or False, got {getattr(self, name)!r}"
@@ -198,6 +221,25 @@ class Pipeline:
         builder = llvm.create_pass_builder(target_machine, options)
         builder.getModulePassManager().run(module, builder)
 
+
+
+@contextlib.contextmanager
+def codegen(pipeline: Pipeline | None = None) -> Iterator[None]:
+    """Generate machine code inside this: ``pipeline``'s code generation settings hold for
+    it alone (None: LLVM's defaults). LLVM reads them from process-wide options, so the
+    lock keeps another thread's emission from seeing them and they are reset after."""
+    import llvmlite.binding as llvm
+
+    off = [option for name, option in _DISABLING_OPTIONS.items()
+           if pipeline is not None and not getattr(pipeline, name)]
+    with _CODEGEN_LOCK:
+        try:
+            for option in off:
+                llvm.set_option("", f"{option}=true")
+            yield
+        finally:
+            for option in off:
+                llvm.set_option("", f"{option}=false")
 
 
 def _run_passes(module, names: tuple[str, ...], target_machine) -> None:

@@ -2,8 +2,9 @@
 
 It joins the kernel's own tunables (with their constraints) and the LLVM pipeline: the
 optimisation level, the PassBuilder switches, the inlining threshold, loop hints (vector
-width, interleave and unroll counts) and short custom pass sequences before and after the
-standard pipeline. Every point starts at the kernel's baseline, so the first candidate
+width, interleave and unroll counts), short custom pass sequences before and after the
+standard pipeline, and the code generation settings the kernel's backend honours (CUDA:
+loop strength reduction). Every point starts at the kernel's baseline, so the first candidate
 asked is the baseline itself.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..model.pipeline import CUSTOM_PASSES, PIPELINE_CHOICES, Pipeline
+from ..model.pipeline import CODEGEN_CHOICES, CUSTOM_PASSES, PIPELINE_CHOICES, Pipeline
 from ..model.tunables import TuningSpace
 from ..replay.protocol import Candidate
 
@@ -25,6 +26,12 @@ class SearchSpace:
     baseline_pipeline: Pipeline
     tune_pipeline: bool = True
     pass_slots: int = 2
+    codegen: tuple[str, ...] = ()  # CODEGEN_CHOICES the backend honours (codegen_settings)
+
+    @property
+    def pipeline_choices(self) -> dict[str, tuple]:
+        """The pipeline settings searched, each with its values."""
+        return {**PIPELINE_CHOICES, **{name: CODEGEN_CHOICES[name] for name in self.codegen}}
 
     def parametrization(self, seed: int, start_macros: dict | None = None):
         import nevergrad as ng
@@ -47,7 +54,7 @@ class SearchSpace:
         if self.tune_pipeline:
             base = self.baseline_pipeline
             pipeline = {name: choice(values, getattr(base, name))
-                        for name, values in PIPELINE_CHOICES.items()}
+                        for name, values in self.pipeline_choices.items()}
             for where in ("before", "after"):
                 current = list(getattr(base, f"passes_{where}"))
                 for slot in range(self.pass_slots):
@@ -66,7 +73,7 @@ class SearchSpace:
         pipeline: dict = {}
         if "pipeline" in value:
             raw = dict(value["pipeline"])
-            chosen = {k: raw[k] for k in PIPELINE_CHOICES}
+            chosen = {k: raw[k] for k in self.pipeline_choices}
             for where in ("before", "after"):
                 chosen[f"passes_{where}"] = [raw[f"pass_{where}_{slot}"]
                                              for slot in range(self.pass_slots)

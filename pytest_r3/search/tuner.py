@@ -227,7 +227,7 @@ class Tuner:
             self._evaluate_only(outcome)  # nothing to search: measure the starting point
         elif self.space.tune_pipeline and self.space.tuning.tunables:
             own = SearchSpace(self.space.tuning, self.space.baseline_pipeline,
-                              tune_pipeline=False)
+                              tune_pipeline=False, codegen=self.space.codegen)
             size = sum(1 for _ in self.space.tuning.iter_valid(limit=100_000))
             share = None
             if self.budget.evaluations is not None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from ..backends.clang import without_linker_keep
 from ..backends.compile_cache import trusted_build, untrusted_build
 from ..errors import CompileError, DeclarationError, EntryNotFoundError, R3Error
+from ..model.pipeline import codegen
 from ..outputs import write_bytes_atomic, write_text_atomic
 
 # ptxas figures shown, in order, with their labels
@@ -144,6 +145,7 @@ def _build_cuda(kernel, variant, out_dir: Path, target: str | None) -> BuildResu
     result.headers = backend.headers()
     stem = out_dir / variant_label(kernel, variant, arch)
     source = kernel.source_for(variant)
+    backend.add_entry(source, kernel.entry)  # a template instance the file may never make
     ir = backend.compile(source, variant.macro_dict)
     ptx = backend.compile_ptx(ir, kernel.entry, variant.pipeline, kernel.name)
     result.files["ir"] = str(write_text_atomic(stem.with_suffix(".ll"), ptx.optimised_ir))
@@ -156,7 +158,7 @@ def _build_cuda(kernel, variant, out_dir: Path, target: str | None) -> BuildResu
         result.notes.append("nvcc is not installed: no vendor figures to compare with")
         return result
     try:
-        theirs = toolchain.nvcc_ptx(source, variant.macro_dict, arch)
+        theirs = toolchain.nvcc_ptx(source, variant.macro_dict, arch, entry=kernel.entry)
         symbol = toolchain.match_symbol(toolchain.ptx_entries(theirs), kernel.entry,
                                          kernel.where)
         result.files["nvcc ptx"] = str(write_text_atomic(stem.with_suffix(".nvcc.ptx"),
@@ -219,7 +221,8 @@ def _build_cpu(kernel, variant, out_dir: Path) -> BuildResult:
     variant.pipeline.run(module, machine)
     optimised = str(module)
     try:
-        assembly = machine.emit_assembly(module)
+        with codegen(variant.pipeline):
+            assembly = machine.emit_assembly(module)
     except RuntimeError as exc:
         raise CompileError(f"{where}: LLVM could not generate assembly: {exc}", str(exc)) \
             from exc

@@ -95,7 +95,8 @@ def _tune_variant(kernel, tuning: Tuning, lock_path, row: KernelReport,
     ``timed_keys`` only; results and lock entry kept per bucket)."""
     settings = tuning.settings
     target = row.target
-    space = SearchSpace(kernel.space, kernel.pipeline, tune_pipeline=settings.search_pipeline)
+    space = SearchSpace(kernel.space, kernel.pipeline, tune_pipeline=settings.search_pipeline,
+                        codegen=getattr(kernel.backend, "codegen_settings", ()))
     fingerprint = source_fingerprint(kernel)
     features = features_hash(host_target().features) if kernel.backend_name == "cpu" else None
     extra = {"features": features}

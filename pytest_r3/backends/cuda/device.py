@@ -31,13 +31,13 @@ import numpy as np
 from ...errors import CompileError, DeclarationError, ToolchainError
 from ...model.bounds import with_declared_bounds
 from ...model.launch import LaunchConfig, LaunchLimits
-from ...model.pipeline import Pipeline
+from ...model.pipeline import Pipeline, codegen
 from ...model.signature import Signature, read_signature, signature_from_dict
 from ...model.source import KernelSource
 from .. import clang, compile_cache
 from ..base import Backend, Launcher
 from ..candidate_text import display_name
-from . import reach, support, toolchain
+from . import addressing, reach, support, toolchain
 
 ARCH_ENV = "PYTEST_R3_CUDA_ARCH"
 DEFAULT_ARCH = "sm_80"
@@ -85,6 +85,8 @@ class CUDABackend(Backend):
     address_space_cap = False  # the CUDA driver reserves more address space than any cap
     cpu_clock = "none"  # the device times a launch; the host thread waits for it
     kernel_define = _KERNEL_DEFINE  # a kernel's definition in the IR, its symbol captured
+    # LSR's 64-bit pointers, and row pointers, can cost registers (see addressing.py)
+    codegen_settings = ("codegen_lsr", "flat_addresses")
 
     def __init__(self, arch: str | None = None, headers: str | None = None) -> None:
         self._arch = check_arch(arch) if arch else None
@@ -191,12 +193,17 @@ class CUDABackend(Backend):
         clang.keep_reachable(module, symbol, self.target_machine())
         return module
 
+    def add_entry(self, source: KernelSource, entry: str) -> None:
+        """Let :meth:`compile` instantiate ``entry`` when it names a template instance
+        (``inspect`` does this; a build on another backend object must too)."""
+        if toolchain.parse_entry(entry).arguments is not None:
+            self._instances.setdefault(source.filename, set()).add(entry)
+
     def inspect(self, source: KernelSource, entry: str, macros: Mapping[str, object],
                 kernel_name: str = "") -> Signature:
         where = f"kernel {kernel_name or entry!r} ({source.filename})"
         try:
-            if toolchain.parse_entry(entry).arguments is not None:
-                self._instances.setdefault(source.filename, set()).add(entry)
+            self.add_entry(source, entry)
         except DeclarationError as exc:
             raise DeclarationError(f"{where}: {exc}") from None
         debug_ir = self.compile(source, macros, debug_info=True)
@@ -254,6 +261,8 @@ class CUDABackend(Backend):
         cleanup.add_global_dead_code_eliminate_pass()
         cleanup.run(module, llvm.create_pass_builder(
             machine, llvm.create_pipeline_tuning_options(speed_level=0)))
+        if pipeline.flat_addresses:  # after LLVM's passes, which would fold it back
+            module = self.parse(addressing.flat_addresses(str(module)), where)
         return module, symbol, linked
 
     def compile_ptx(self, ir: str, entry: str, pipeline: Pipeline,
@@ -288,7 +297,8 @@ class CUDABackend(Backend):
         machine = self.target_machine()
         optimised_ir = str(module)
         try:
-            ptx = machine.emit_assembly(module)
+            with codegen(pipeline):
+                ptx = machine.emit_assembly(module)
         except RuntimeError as exc:
             raise CompileError(f"{where}: LLVM could not generate PTX: {exc}", str(exc)) from exc
         return PTXBuild(ptx, symbol, self.arch, optimised_ir, libdevice)

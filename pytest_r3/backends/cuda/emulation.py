@@ -78,6 +78,7 @@ class EmulatedCUDABackend(CUDABackend):
     """The CUDA backend, running kernels on the CPU (see the module docstring)."""
 
     emulated = True
+    codegen_settings = ()  # host code: not searched (emulated kernels are not timed)
     address_space_cap = True  # plain host memory: the worker's cap applies
     cpu_clock = "process"  # blocks run on several OS threads
     # what the static check of candidates allows beyond C: the runtime's services, and

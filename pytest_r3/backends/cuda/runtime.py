@@ -417,17 +417,35 @@ class Runtime:
                  tunables: Mapping[str, object], limits: LaunchLimits, kernel_name: str,
                  build=None) -> CUDALauncher:
         self.ensure_current()
+        loaded = self._load_cubin(build, symbol)
         try:
-            module = self.driver.load_module(ptx)
-            function = self.driver.get_function(module, symbol)
+            module, function = loaded or self._load(ptx, symbol)
         except DriverError as exc:
             raise CompileError(
                 f"kernel {kernel_name!r}: the CUDA driver would not load the PTX ({exc}). "
                 "A PTX version newer than the driver supports, or an architecture other than "
                 f"this GPU's ({self.arch}), cause this; set PYTEST_R3_CUDA_ARCH={self.arch}",
                 str(exc)) from exc
-        return CUDALauncher(self, module, function, signature, launch, tunables, limits,
-                            kernel_name, ptx, build)
+        launcher = CUDALauncher(self, module, function, signature, launch, tunables, limits,
+                                kernel_name, ptx, build)
+        launcher.diagnostics["loaded"] = "ptx" if loaded is None else "cubin"
+        return launcher
+
+    def _load(self, image: str | bytes, symbol: str):
+        module = self.driver.load_module(image)
+        return module, self.driver.get_function(module, symbol)
+
+    def _load_cubin(self, build, symbol: str):
+        """(module, function) from the cubin ptxas made of ``build`` (kept in the
+        compiled-code cache) when it is for this GPU's architecture, so the driver compiles
+        nothing; None when there is none, or the driver refuses it (a ptxas newer than the
+        driver): the PTX is loaded then."""
+        if build is None or build.cubin is None or not _runs_on(build.arch, self.arch):
+            return None
+        try:
+            return self._load(build.cubin, symbol)
+        except DriverError:
+            return None
 
     def to_device(self, host: np.ndarray) -> DeviceArray:
         """A device copy of a host array."""
@@ -496,6 +514,12 @@ class _Bound:
             except Exception:  # a faulted context refuses even this; the process must end
                 pass
         self.copies = []
+
+
+def _runs_on(built_for: str, device: str) -> bool:
+    """Whether a cubin for ``built_for`` runs on a GPU of architecture ``device``: the same
+    one, or its arch-specific form (sm_90a code on an sm_90 GPU)."""
+    return bool(device) and built_for.rstrip("af") == device
 
 
 class CUDALauncher(Launcher):

@@ -120,6 +120,10 @@ class AutoCUDABackend(Backend):
     def cpu_clock(self):  # type: ignore[override]
         return self.chosen.cpu_clock
 
+    @property
+    def codegen_settings(self) -> tuple[str, ...]:  # type: ignore[override]
+        return self.chosen.codegen_settings
+
     def target_name(self) -> str:
         return self.chosen.target_name()
 

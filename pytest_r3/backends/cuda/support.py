@@ -59,6 +59,14 @@ _LIBRARY_NAMES = [
     (r"malloc|free|new|delete", "dynamic allocation in device code"),
 ]
 _CXX_HEADER = re.compile(r"[a-z_]+")  # <vector>, <algorithm>, <type_traits>...
+TOOLKIT_DOCS = "docs/cuda.md (section 'With an installed CUDA toolkit')"
+# the parts of the toolkit's CCCL whose host side needs CUDA's whole runtime API: the first
+# error they meet is deep inside them, so the line names the header the file included
+_HOST_SIDE_CCCL = re.compile(r"(?:.*/)?(?P<header>(?:thrust/.+|cub/cub\.cuh"
+                             r"|cub/(?:device|dispatch|agent|grid)/.+"
+                             r"|cub/util_(?:allocator|device)\.cuh))")
+_INCLUDED_FROM = re.compile(r"^In file included from (?P<file>.+):(?P<line>\d+):$")
+_FIRST_ERROR = re.compile(r"^(?P<file>[^\n]+?):\d+:\d+: (?:fatal )?error: ", re.MULTILINE)
 
 _NOT_FOUND = re.compile(r"^(?P<where>[^\n]*?:\d+):\d+: fatal error: '(?P<header>[^']+)' "
                         r"file not found", re.MULTILINE)
@@ -129,6 +137,9 @@ def grid_groups(text: str, filename: str) -> CompileError | None:
 
 def unsupported(diagnostics: str) -> str | None:
     """The one-line explanation of the first use of something not provided, or None."""
+    host_side = host_side_library(diagnostics)
+    if host_side is not None:
+        return host_side
     candidates = []
     for match in _NOT_FOUND.finditer(diagnostics):
         what = _header_feature(match["header"])
@@ -163,6 +174,37 @@ def unsupported(diagnostics: str) -> str | None:
     _, where, what = min(candidates)
     return (f"{where}: {what} is not supported by pytest-r3's CUDA build; see {DOCS} for "
             "what is")
+
+
+def host_side_library(diagnostics: str) -> str | None:
+    """The one line for a file that includes <cub/cub.cuh>, device-wide CUB or Thrust
+    (under a CUDA toolkit's headers) when clang's first error is inside it, or None: those
+    headers' host side needs CUDA's runtime API, which the device build does not declare
+    in full, so a kernel beside them cannot build however plain it is."""
+    first = _FIRST_ERROR.search(diagnostics)
+    if first is None:
+        return None
+    chain = []  # the "In file included from" lines just above the first error, outermost first
+    for line in reversed(diagnostics[:first.start()].splitlines()):
+        match = _INCLUDED_FROM.match(line)
+        if match is None:
+            break
+        chain.insert(0, match)
+    if not chain:
+        return None
+    included = chain[1]["file"] if len(chain) > 1 else first["file"]
+    header = _HOST_SIDE_CCCL.fullmatch(included.replace("\\", "/"))
+    if header is None:
+        return None
+    name = header["header"]
+    library = "Thrust" if name.startswith("thrust/") else \
+        "all of CUB, device-wide algorithms included" if name == "cub/cub.cuh" else \
+        "CUB's device-wide algorithms"
+    return (f"{chain[0]['file']}:{chain[0]['line']}: <{name}> ({library}) needs "
+            "CUDA's runtime API, which pytest-r3's CUDA build does not provide, so no kernel "
+            "of this file builds; include only the CUB block and warp headers kernels use "
+            "(<cub/block/...>, <cub/warp/...>), or keep the host code that needs it in "
+            f"another file; see {TOOLKIT_DOCS}")
 
 
 def _header_feature(header: str) -> str | None:

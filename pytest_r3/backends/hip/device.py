@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from ...errors import CompileError, DeclarationError, ToolchainError
 from ...model.launch import LaunchConfig
-from ...model.pipeline import Pipeline
+from ...model.pipeline import Pipeline, codegen
 from ...model.signature import Signature
 from ..base import Launcher
 from ..cuda import toolchain as cuda_toolchain
@@ -106,8 +106,9 @@ class HIPBackend(CUDABackend):
         optimised_ir = str(module)
         machine = self.target_machine()
         try:  # code generation changes the module it is given: each output gets a copy
-            assembly = machine.emit_assembly(llvm.parse_assembly(optimised_ir))
-            obj = machine.emit_object(llvm.parse_assembly(optimised_ir))
+            with codegen(pipeline):
+                assembly = machine.emit_assembly(llvm.parse_assembly(optimised_ir))
+                obj = machine.emit_object(llvm.parse_assembly(optimised_ir))
         except RuntimeError as exc:
             raise CompileError(f"{where}: LLVM could not generate AMDGCN code: {exc}",
                                str(exc)) from exc
