@@ -45,13 +45,12 @@ KERNELS = ("scaled_add", "matmul", "jacobi2d")
 
 # Run in a fresh interpreter with PYTHONPATH at one checkout: the evaluations of one round.
 DRIVER = r"""
-import json, statistics, sys, time
+import dataclasses, json, statistics, sys, time
 from pathlib import Path
 import exampleproj  # noqa: F401  (declares the kernels)
 from pytest_r3.kernel import declaration
 from pytest_r3.record.store import RecordingStore
-from pytest_r3.replay import Candidate, ReplayServer, ReplaySettings
-from pytest_r3.replay.manual import load_spec
+from pytest_r3.replay import Candidate, KernelSpec, ReplayServer, ReplaySettings
 
 r3_dir, count, kernels = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3].split(",")
 figures = {}
@@ -62,8 +61,11 @@ for name in kernels:
     variants = [{k: v for k, v in values.items() if v != kernel.space.default[k]}
                 for values in valid[step // 2::step][:count]]
     store = RecordingStore(r3_dir / "recordings")
-    server = ReplayServer(load_spec(r3_dir, name), store.root, store.keys(name),
-                          ReplaySettings()).start()
+    # the spec saved at recording, less the fields an older checkout does not know
+    saved = json.loads((r3_dir / "recordings" / name / "kernel.json").read_text())["spec"]
+    known = {f.name for f in dataclasses.fields(KernelSpec)}
+    spec = KernelSpec.from_dict({k: v for k, v in saved.items() if k in known})
+    server = ReplayServer(spec, store.root, store.keys(name), ReplaySettings()).start()
     try:
         server.evaluate(Candidate(label="warm-up"))
         walls = {"unraced": [], "raced": []}

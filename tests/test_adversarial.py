@@ -184,6 +184,13 @@ CASES = [
     Case("backwards_in_place_offset", S, _v(WRONG, "mismatch"),
          words=r"in place at an offset"),
     Case("skip_zero_product", MM, _v(WRONG, "mismatch"), words=r"zeros and (infinities|NaNs)"),
+    Case("zero_scale_skipped", S, _v(WRONG, "mismatch"), words=r"scalar a made -0\.0"),
+    Case("subnormal_scalar_skipped", S, _v(WRONG, "mismatch"), words=r"scalar a made subnormal"),
+    Case("negative_zero_data_stop", S, _v(WRONG, "mismatch"),
+         words=r"negative zeros and subnormal values"),
+    Case("subnormal_data_stop", S, _v(WRONG, "mismatch"),
+         words=r"negative zeros and subnormal values"),
+    Case("between_recordings", S, _v(WRONG, "mismatch"), words=r"size between recordings"),
     # layer 3 alone: the static check is off, the OS containment must refuse
     Case("os_fork", S, _v(VIOLATION, "syscall"), contained=True),
     Case("os_execve", S, _v(VIOLATION, "syscall"), contained=True),

@@ -124,8 +124,12 @@ class Judge:
         """Cases the recordings never hold (see replay/derived.py), from their own stream
         of random numbers: the perturbed cases above stay what they were."""
         rng = np.random.default_rng([self.settings.seed, 21])
+        # the sizes above and between the recordings are drawn anew by every server: a
+        # rewrite wrong only at sizes no run has drawn cannot learn which ones are safe
+        sizes_rng = np.random.default_rng(secrets.randbits(64))
         made: dict[int, Case] = {}
-        for item in derived.plan(planned, self.spec.params, rng, self.spec.no_alias):
+        for item in derived.plan(planned, self.spec.params, rng, self.spec.no_alias,
+                                 sizes_rng):
             made[id(item)] = Case(item.label, item.origin, item.scalars, item.slots,
                                   in_place=item.in_place, twin=made.get(id(item.twin)),
                                   offset=item.offset, specials=item.specials)
