@@ -47,6 +47,7 @@ import pytest
 import pytest_r3 as r3
 from pytest_r3.record.store import RecordingStore, capture
 from pytest_r3.replay import Candidate, KernelSpec, ReplayServer, ReplaySettings
+from pytest_r3.replay.pool import ServerPool
 
 HERE = Path(__file__).parent / "adversarial"
 FAST = ReplaySettings(run_timeout=0.5, timing_rounds=3, warmup_rounds=1,
@@ -471,6 +472,29 @@ def test_a_rewrite_slow_only_on_consecutive_heap_arrays_is_timed_slow(lab):
     assert slow.status == "too_busy" or slow.speedup < 0.5, slow.summary()
     if slow.status == "ok":
         assert "timed slower on adjacent heap blocks in parameter order" in slow.summary()
+
+
+def test_a_rewrite_slow_only_on_heap_arrays_made_last_to_first_is_not_confirmed(lab):
+    """layout_heap_ascending_slow.c with its test on the pointers turned round: exact
+    everywhere, 200 passes slower when its arrays are heap blocks in reverse allocation
+    order (the search times heap blocks in parameter order, where it is as fast
+    as the baseline): the server that confirms a claim (the pool's fresh one) times the
+    heap set in reverse, so the figure a lock would get is no speedup."""
+    base = lab.base(S)
+    pool = ServerPool(base.spec, base.store.root, base.keys, FAST, 1,
+                      address_space=ADDRESS_SPACE)
+    ascending = lab.source(Case("layout_heap_ascending_slow", S, ()))
+    assert "&& px < py)" in ascending
+    candidate = Candidate(source_text=ascending.replace("&& px < py)", "&& py < px)"),
+                          label="layout_heap_descending_slow")  # y allocated before x
+    with pool, pool.fresh() as server:
+        slow = server.evaluate(candidate)
+        lab.worker_pids.add(server.pid)
+    assert slow.status in ("ok", "too_busy"), slow.summary()
+    assert slow.status == "too_busy" or slow.speedup < 0.5, slow.summary()
+    if slow.status == "ok":
+        assert "timed slower on adjacent heap blocks in reverse allocation order" in \
+            slow.summary()
 
 
 # -- containment of the worker's own output and time -----------------------------------
