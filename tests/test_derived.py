@@ -15,7 +15,7 @@ from pytest_r3.backends import get_backend
 from pytest_r3.errors import DeclarationError
 from pytest_r3.llm.patch import write_patch
 from pytest_r3.record.store import RecordingStore, capture
-from pytest_r3.replay import Candidate, KernelSpec
+from pytest_r3.replay import Candidate, KernelSpec, ReplayServer, ReplaySettings
 from pytest_r3.replay.cases import Slot, slots_of
 from pytest_r3.replay.compile import CandidateCompiler
 from pytest_r3.replay.contract import assumptions, parameters
@@ -285,6 +285,59 @@ def test_special_values_and_sizes_below_one_are_derived():
     assert np.isnan(_labelled(derived, "zeros and NaNs")[0].slots[0].values).sum() == 2
     assert _labelled(derived, "negative size")[0].scalars["n"] == -37
     assert _labelled(derived, "size zero")[0].scalars["n"] == 0
+
+
+BORDER = """
+#ifndef BLOCK
+#define BLOCK 0
+#endif
+void border(int rows, int cols, const float *in, float *out)
+{
+    for (int j = 0; j < cols; ++j) {  /* first and last rows, indexed from rows and cols */
+        out[j] = in[j];
+        out[(rows - 1) * cols + j] = in[(rows - 1) * cols + j];
+    }
+    const int step = BLOCK ? BLOCK : rows;
+    for (int b = 1; b < rows - 1; b += step)
+        for (int i = b; i < rows - 1 && i < b + step; ++i)
+            for (int j = 0; j < cols; ++j)
+                out[i * cols + j] = 0.5f * in[i * cols + j];
+}
+"""
+
+
+def test_a_kernel_sized_by_two_arguments_is_judged_right_at_derived_sizes(tmp_path):
+    """Negating one of two sizes makes the baseline itself index before its buffers
+    (``(rows - 1) * cols`` with rows < 0): that case must be dropped, not kept to crash or
+    fail the baseline and every correct variant (the example project's jacobi2d did).
+    Sizes below one are kept only where the baseline writes nothing there."""
+    kernel = r3.kernel(BORDER, entry="border", name="derived_border", tune={"BLOCK": [0, 8]})
+    store = RecordingStore(tmp_path / "recordings")
+    rng = np.random.default_rng(3)
+    recordings = []
+    for rows, cols in ((64, 64), (10, 37), (120, 90)):
+        args = (rows, cols, rng.standard_normal((rows, cols)).astype(np.float32),
+                np.zeros((rows, cols), np.float32))
+        recordings.append(capture(kernel, args, lambda a=args: kernel(*a), "test::b")[1])
+    keys = store.save(kernel.name, recordings, cap_bytes=1 << 26)["kept"]
+    settings = ReplaySettings(run_timeout=2.0, timing_rounds=3, warmup_rounds=1,
+                              min_sample_seconds=1e-4)
+    with ReplayServer(KernelSpec.from_kernel(kernel), store.root, keys, settings) as server:
+        for macros in ({}, {"BLOCK": 8}):
+            result = server.evaluate(Candidate(macros=macros))
+            assert result.status in ("ok", "too_busy"), result.summary()
+
+
+def test_several_size_arguments_are_negated_together_and_kept_only_if_nothing_is_written():
+    params = [{"name": "rows", "dtype": "int32", "is_pointer": False, "written": False},
+              {"name": "cols", "dtype": "int32", "is_pointer": False, "written": False},
+              {"name": "grid", "dtype": "float32", "is_pointer": True, "written": True}]
+    case = Planned("g", {"rows": 20, "cols": 30}, [Slot(["grid"], True,
+                                                        np.ones((20, 30), np.float32))])
+    negative, = _labelled(plan([case], params, np.random.default_rng(0)), "negative size")
+    assert negative.scalars == {"rows": -20, "cols": -30} and negative.empty
+    zero, = _labelled(plan([case], params, np.random.default_rng(0)), "size zero")
+    assert zero.scalars == {"rows": 0, "cols": 0} and not zero.empty
 
 
 SHIFT = "void shift(long n, const float *src, float *dst)\n" \

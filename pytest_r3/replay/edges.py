@@ -10,7 +10,7 @@ Each rule answers a rewrite that was accepted and then wrong in production:
 - a float scalar made ``-0.0``, then subnormal, and float inputs holding negative zeros
   and subnormal values (``if (a == 0) return;``, or a loop that stops at the first
   denormal, is right on every value a test draws);
-- each signed size argument negated, and every size zero (``if (n < 0) n = -n;``
+- the signed size arguments negated, and every size zero (``if (n < 0) n = -n;``
   computes where the original does nothing);
 - a read-only input and a written buffer passed as two views of one buffer, one starting
   1 or a few elements after the other (a loop walked backwards is wrong for the in-place
@@ -18,9 +18,11 @@ Each rule answers a rewrite that was accepted and then wrong in production:
 
 Like every derived case, each one is run on the baseline first and dropped where the
 baseline cannot run it (crash, out of bounds, not deterministic); the judge also drops an
-in-place case where the baseline gives another result than out of place, and a special
+in-place case where the baseline gives another result than out of place, a special
 value case where the baseline's outputs hold no NaN or infinity (it does not propagate
-them, so there is nothing to keep). A rewrite must then do what the baseline does there.
+them, so there is nothing to keep), and a negative size where the baseline writes
+anything (it is then not an empty call). A rewrite must then do what the baseline does
+there.
 """
 
 from __future__ import annotations
@@ -137,20 +139,29 @@ def _tiny_data(case, rng: np.random.Generator) -> list[Derived]:
 def _sizes_below_one(case, params: list[dict], sizes: set[str]) -> list[Derived]:
     """Each signed size argument negated (the buffers as recorded), then every size 0;
     not the arguments of C array bounds (``float C[ni][nj]``), whose buffers must match
-    them."""
+    them. Several size arguments are negated together: one negative among positive ones
+    has the original itself index before its buffers (``out[(rows - 1) * cols + j]``).
+    The negative case is marked ``empty``: kept only where the baseline writes nothing
+    there (an empty call; anything else a negative size does is seldom defined)."""
     bounded = {word for p in params for bound in p.get("dims") or ()
                for word in re.findall(r"[A-Za-z_]\w*", str(bound))}
     sizes = {name for name in sizes if name not in bounded}
-    signed = [p["name"] for p in params if p["name"] in sizes
-              and np.dtype(p["dtype"]).kind == "i" and int(case.scalars[p["name"]]) > 0]
-    found = [Derived(f"{case.label} at a negative size ({name}={-int(case.scalars[name])})",
-                  dict(case.scalars, **{name: -int(case.scalars[name])}), case.slots)
-             for name in sorted(signed)]
+    signed = sorted(p["name"] for p in params if p["name"] in sizes
+                    and np.dtype(p["dtype"]).kind == "i" and int(case.scalars[p["name"]]) > 0)
+    found = []
+    if signed:
+        negative = dict(case.scalars, **{name: -int(case.scalars[name]) for name in signed})
+        found.append(Derived(f"{case.label} at a negative size ({_listed(negative, signed)})",
+                             negative, case.slots, empty=True))
     if sizes:
         zero = dict(case.scalars, **{name: 0 for name in sizes})
-        found.append(Derived(f"{case.label} at size zero "
-                          f"({', '.join(f'{n}=0' for n in sorted(sizes))})", zero, case.slots))
+        found.append(Derived(f"{case.label} at size zero ({_listed(zero, sorted(sizes))})",
+                             zero, case.slots))
     return found
+
+
+def _listed(scalars: dict, names: list[str]) -> str:
+    return ", ".join(f"{name}={scalars[name]}" for name in names)
 
 
 def _shifted_in_place(case, rng: np.random.Generator) -> list[Derived]:
