@@ -11,6 +11,9 @@ now...) so that a busy machine slows both alike:
    evaluates ``--candidates`` non-default tunable settings twice: unraced (a finalist:
    every check, full timing, the late pass) and raced against a best-so-far of 1.5x (as
    the search evaluates most candidates). Median wall seconds per evaluation.
+   The same evaluations also give what an unraced one costs less its timing (``checks``:
+   verification, the late pass) and a server's start (``learning``: the baseline run on
+   every planned case), so a busy machine's timing retakes can be told from the checks.
 2. **a full ``pytest --r3-tune``** of the example project (``bench_tune_walltime.tune``: a
    fresh copy of each checkout's example project, same budget, seed and workers), wall and
    CPU time.
@@ -68,15 +71,29 @@ for name in kernels:
     saved = json.loads((r3_dir / "recordings" / name / "kernel.json").read_text())["spec"]
     known = {f.name for f in dataclasses.fields(KernelSpec)}
     spec = KernelSpec.from_dict({k: v for k, v in saved.items() if k in known})
+    started = time.perf_counter()
     server = ReplayServer(spec, store.root, store.keys(name), ReplaySettings()).start()
+    learning = time.perf_counter() - started  # the baseline run on every planned case
+    timed = [0.0]
+    measure = server._time
+
+    def _time(*args, **kwargs):  # the timing's share of an evaluation
+        begun = time.perf_counter()
+        try:
+            return measure(*args, **kwargs)
+        finally:
+            timed[0] += time.perf_counter() - begun
+    server._time = _time
     try:
         server.evaluate(Candidate(label="warm-up"))
-        walls, statuses = {"unraced": [], "raced": []}, []
+        walls, statuses = {"unraced": [], "raced": [], "checks": []}, []
         for macros in variants:
             for kind, race in (("unraced", None), ("raced", 1.5)):
-                started = time.perf_counter()
+                started, timed[0] = time.perf_counter(), 0.0
                 result = server.evaluate(Candidate(macros=macros, race_against=race))
                 walls[kind].append(time.perf_counter() - started)
+                if kind == "unraced":  # everything but the timing: what verification costs
+                    walls["checks"].append(walls[kind][-1] - timed[0])
                 # a busy machine may leave a timing without a figure: its cost still counts
                 assert result.status in ("ok", "too_busy"), result.summary()
                 statuses.append(result.status)
@@ -84,6 +101,7 @@ for name in kernels:
         server.close()
     figures[name] = {kind: statistics.median(values) for kind, values in walls.items()}
     figures[name]["too_busy"] = statuses.count("too_busy")
+    figures[name]["learning"] = learning
 print(json.dumps(figures))
 """
 
@@ -155,7 +173,8 @@ def main() -> None:
                 figures = evaluations(checkout, r3_dir, args.candidates, Path(temporary))
                 per_candidate[label].append(figures)
                 print(f"  [{round_number + 1}/{args.repeats}] evaluations, {label}: " + ", ".join(
-                    f"{k} {v['unraced']:.2f}/{v['raced']:.2f} s"
+                    f"{k} {v['unraced']:.2f}/{v['raced']:.2f} s (checks {v['checks']:.2f} s, "
+                    f"learning {v['learning']:.2f} s)"
                     + (f" ({v['too_busy']} too_busy)" if v.get("too_busy") else "")
                     for k, v in figures.items()) + f"; load {os.getloadavg()[0]:.1f}",
                     flush=True)
@@ -172,9 +191,11 @@ def main() -> None:
                           f"{k} x{v:.2f}" for k, v in figure["speedups"].items())
                       + f"; load {os.getloadavg()[0]:.1f}", flush=True)
 
-    print("\nper-candidate evaluation, median seconds over rounds (unraced / raced) and "
-          "now/before")
-    for kind in ("unraced", "raced"):
+    print("\nper-candidate evaluation, median seconds over rounds and now/before: unraced "
+          "(a finalist), raced (most of the search), checks (an unraced evaluation less its "
+          "timing: verification and the late pass), learning (a server's start: the "
+          "baseline on every planned case)")
+    for kind in ("unraced", "raced", "checks", "learning"):
         for kernel in KERNELS:
             old = statistics.median(f[kernel][kind] for f in per_candidate["before"])
             new = statistics.median(f[kernel][kind] for f in per_candidate["now"])
