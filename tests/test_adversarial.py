@@ -122,6 +122,11 @@ CASES = [
     Case("include_dotdot", S, _v("compile_error", "forbidden_include")),
     Case("include_secret_valid_c", S, _v("compile_error", "forbidden_include")),
     Case("embed_secret", S, _v("compile_error", "forbidden_include")),
+    # a file lookup spelled by token pasting, which the include check cannot read
+    Case("embed_pasted_self_probe", S, _v("compile_error", "forbidden_include"),
+         words=r"__has_embed|token pasting"),
+    Case("include_pasted_probe", S, _v("compile_error", "forbidden_include"),
+         words=r"token pasting"),
     # a build-time macro would differ between the verification build and the user's build
     Case("build_date_bomb", S, _v("compile_error", "compile_error"), words=r"__DATE__"),
     # failures while running

@@ -186,6 +186,24 @@ def test_a_file_reached_without_naming_it_is_not_there(secret, kernel_dir):
     assert "@found = dso_local global i32 0" in compile_candidate(probe, kernel_dir)
 
 
+def test_has_embed_spelled_by_token_pasting_is_refused(kernel_dir):
+    """A file's contents could steer a rewrite's build where its existence alone cannot be
+    hidden (the user's build sees the whole disk): __has_embed is poisoned in every
+    candidate build, so a pasted one is refused, naming its line."""
+    probe = """
+        #define CAT(a, b) a##b
+
+        #if CAT(__has_, embed)("helpers.h" clang::offset(1)) == 1
+        int found = 1;
+        #endif
+    """
+    with pytest.raises(r3.CompileError) as excinfo:
+        compile_candidate(probe, kernel_dir)
+    assert excinfo.value.kind == "forbidden_include"
+    assert "line 4: __has_embed is not allowed in a rewrite, however it is spelled" in \
+        str(excinfo.value)
+
+
 def test_relative_names_do_not_reach_the_working_directory_or_root(secret, kernel_dir,
                                                                    monkeypatch):
     path, token = secret
