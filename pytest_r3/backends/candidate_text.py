@@ -241,10 +241,13 @@ def compile_untrusted(args: list[str], text: str, source: str, filename: str,
         descriptor = os.memfd_create("r3-overlay")
         try:
             os.write(descriptor, overlay)
-            result = subprocess.run(
-                [*args[:-1], *extra, f"-ivfsoverlay/dev/fd/{descriptor}", args[-1]],
-                input=text.encode(), capture_output=True, timeout=300, cwd="/",
-                env=environment, pass_fds=(descriptor,))
+            # from an empty folder, as every trusted build is (clang._compile): a relative
+            # name finds nothing there, in the judge's build and in the user's alike
+            with tempfile.TemporaryDirectory(prefix="r3-candidate-") as empty:
+                result = subprocess.run(
+                    [*args[:-1], *extra, f"-ivfsoverlay/dev/fd/{descriptor}", args[-1]],
+                    input=text.encode(), capture_output=True, timeout=300, cwd=empty,
+                    env=environment, pass_fds=(descriptor,))
         finally:
             os.close(descriptor)
     else:
