@@ -11,6 +11,9 @@ now...) so that a busy machine slows both alike:
    evaluates ``--candidates`` non-default tunable settings twice: unraced (a finalist:
    every check, full timing, the late pass) and raced against a best-so-far of 1.5x (as
    the search evaluates most candidates). Median wall seconds per evaluation.
+   The same evaluations also give what an unraced one costs less its timing (``checks``:
+   verification, the late pass) and a server's start (``learning``: the baseline run on
+   every planned case), so a busy machine's timing retakes can be told from the checks.
 2. **a full ``pytest --r3-tune``** of the example project (``bench_tune_walltime.tune``: a
    fresh copy of each checkout's example project, same budget, seed and workers), wall and
    CPU time.
@@ -21,7 +24,10 @@ interpreter and ``PYTHONPATH`` pointing at it, as ``bench_tune_walltime.py`` doe
 Run from the repository root::
 
     python benchmarks/bench_harness_cost.py --before /work/main [--candidates 4]
-        [--repeats 2] [--budget 30] [--skip-tune]
+        [--repeats 2] [--budget 30] [--skip-tune] [--oracles-only]
+
+Each line gives the 1-minute load average as it ended: figures taken on a busy machine say
+so.
 """
 
 from __future__ import annotations
@@ -45,13 +51,12 @@ KERNELS = ("scaled_add", "matmul", "jacobi2d")
 
 # Run in a fresh interpreter with PYTHONPATH at one checkout: the evaluations of one round.
 DRIVER = r"""
-import json, statistics, sys, time
+import dataclasses, json, statistics, sys, time
 from pathlib import Path
 import exampleproj  # noqa: F401  (declares the kernels)
 from pytest_r3.kernel import declaration
 from pytest_r3.record.store import RecordingStore
-from pytest_r3.replay import Candidate, ReplayServer, ReplaySettings
-from pytest_r3.replay.manual import load_spec
+from pytest_r3.replay import Candidate, KernelSpec, ReplayServer, ReplaySettings
 
 r3_dir, count, kernels = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3].split(",")
 figures = {}
@@ -62,20 +67,41 @@ for name in kernels:
     variants = [{k: v for k, v in values.items() if v != kernel.space.default[k]}
                 for values in valid[step // 2::step][:count]]
     store = RecordingStore(r3_dir / "recordings")
-    server = ReplayServer(load_spec(r3_dir, name), store.root, store.keys(name),
-                          ReplaySettings()).start()
+    # the spec saved at recording, less the fields an older checkout does not know
+    saved = json.loads((r3_dir / "recordings" / name / "kernel.json").read_text())["spec"]
+    known = {f.name for f in dataclasses.fields(KernelSpec)}
+    spec = KernelSpec.from_dict({k: v for k, v in saved.items() if k in known})
+    started = time.perf_counter()
+    server = ReplayServer(spec, store.root, store.keys(name), ReplaySettings()).start()
+    learning = time.perf_counter() - started  # the baseline run on every planned case
+    timed = [0.0]
+    measure = server._time
+
+    def _time(*args, **kwargs):  # the timing's share of an evaluation
+        begun = time.perf_counter()
+        try:
+            return measure(*args, **kwargs)
+        finally:
+            timed[0] += time.perf_counter() - begun
+    server._time = _time
     try:
         server.evaluate(Candidate(label="warm-up"))
-        walls = {"unraced": [], "raced": []}
+        walls, statuses = {"unraced": [], "raced": [], "checks": []}, []
         for macros in variants:
             for kind, race in (("unraced", None), ("raced", 1.5)):
-                started = time.perf_counter()
+                started, timed[0] = time.perf_counter(), 0.0
                 result = server.evaluate(Candidate(macros=macros, race_against=race))
                 walls[kind].append(time.perf_counter() - started)
-                assert result.status == "ok", result.summary()
+                if kind == "unraced":  # everything but the timing: what verification costs
+                    walls["checks"].append(walls[kind][-1] - timed[0])
+                # a busy machine may leave a timing without a figure: its cost still counts
+                assert result.status in ("ok", "too_busy"), result.summary()
+                statuses.append(result.status)
     finally:
         server.close()
     figures[name] = {kind: statistics.median(values) for kind, values in walls.items()}
+    figures[name]["too_busy"] = statuses.count("too_busy")
+    figures[name]["learning"] = learning
 print(json.dumps(figures))
 """
 
@@ -86,10 +112,11 @@ def environment(checkout: Path) -> dict[str, str]:
     return env
 
 
-def record(r3_dir: Path) -> None:
+def record(r3_dir: Path, oracles_only: bool) -> None:
+    selected = f"({' or '.join(KERNELS)}) and not benchmark" if oracles_only else \
+        " or ".join(KERNELS) + " or benchmark"
     command = [sys.executable, "-m", "pytest", str(ROOT / "example_project"), "--r3-record",
-               "-o", f"r3_dir={r3_dir}", "-q", "-p", "no:cacheprovider", "-k",
-               " or ".join(KERNELS) + " or benchmark"]
+               "-o", f"r3_dir={r3_dir}", "-q", "-p", "no:cacheprovider", "-k", selected]
     result = subprocess.run(command, capture_output=True, text=True, env=environment(ROOT),
                             cwd=ROOT / "example_project")
     if result.returncode != 0:
@@ -123,6 +150,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=0)
     parser.add_argument("--skip-tune", action="store_true", help="per-candidate figures only")
+    parser.add_argument("--oracles-only", action="store_true",
+                        help="no production-sized workloads (the benchmark tests): candidates "
+                             "are timed on the oracle tests' inputs, so a busy machine makes "
+                             "fewer timings too_busy")
     args = parser.parse_args()
     before = args.before.resolve()
     if not (before / "pytest_r3").is_dir():
@@ -136,28 +167,35 @@ def main() -> None:
     tunes: dict[str, list[dict]] = {label: [] for label in checkouts}
     with tempfile.TemporaryDirectory(prefix="r3-bench-harness-") as temporary:
         r3_dir = Path(temporary) / "r3"
-        record(r3_dir)
+        record(r3_dir, args.oracles_only)
         for round_number in range(args.repeats):
             for label, checkout in checkouts.items():  # interleaved: drift hits both alike
                 figures = evaluations(checkout, r3_dir, args.candidates, Path(temporary))
                 per_candidate[label].append(figures)
                 print(f"  [{round_number + 1}/{args.repeats}] evaluations, {label}: " + ", ".join(
-                    f"{k} {v['unraced']:.2f}/{v['raced']:.2f} s" for k, v in figures.items()),
+                    f"{k} {v['unraced']:.2f}/{v['raced']:.2f} s (checks {v['checks']:.2f} s, "
+                    f"learning {v['learning']:.2f} s)"
+                    + (f" ({v['too_busy']} too_busy)" if v.get("too_busy") else "")
+                    for k, v in figures.items()) + f"; load {os.getloadavg()[0]:.1f}",
                     flush=True)
             for label, checkout in checkouts.items():
                 if args.skip_tune:
                     break
                 workdir = Path(temporary) / f"tune-{label}"
                 workdir.mkdir(exist_ok=True)
-                figure = tune(checkout, workdir, args, [])
+                figure = tune(checkout, workdir, args,
+                              ["-k", "not benchmark"] if args.oracles_only else [])
                 tunes[label].append(figure)
                 print(f"  [{round_number + 1}/{args.repeats}] --r3-tune, {label}: "
                       f"{figure['wall']:.1f} s ({figure['cpu']:.1f} s CPU), " + ", ".join(
-                          f"{k} x{v:.2f}" for k, v in figure["speedups"].items()), flush=True)
+                          f"{k} x{v:.2f}" for k, v in figure["speedups"].items())
+                      + f"; load {os.getloadavg()[0]:.1f}", flush=True)
 
-    print("\nper-candidate evaluation, median seconds over rounds (unraced / raced) and "
-          "now/before")
-    for kind in ("unraced", "raced"):
+    print("\nper-candidate evaluation, median seconds over rounds and now/before: unraced "
+          "(a finalist), raced (most of the search), checks (an unraced evaluation less its "
+          "timing: verification and the late pass), learning (a server's start: the "
+          "baseline on every planned case)")
+    for kind in ("unraced", "raced", "checks", "learning"):
         for kernel in KERNELS:
             old = statistics.median(f[kernel][kind] for f in per_candidate["before"])
             new = statistics.median(f[kernel][kind] for f in per_candidate["now"])

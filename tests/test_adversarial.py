@@ -47,6 +47,7 @@ import pytest
 import pytest_r3 as r3
 from pytest_r3.record.store import RecordingStore, capture
 from pytest_r3.replay import Candidate, KernelSpec, ReplayServer, ReplaySettings
+from pytest_r3.replay.pool import ServerPool
 
 HERE = Path(__file__).parent / "adversarial"
 FAST = ReplaySettings(run_timeout=0.5, timing_rounds=3, warmup_rounds=1,
@@ -121,6 +122,11 @@ CASES = [
     Case("include_dotdot", S, _v("compile_error", "forbidden_include")),
     Case("include_secret_valid_c", S, _v("compile_error", "forbidden_include")),
     Case("embed_secret", S, _v("compile_error", "forbidden_include")),
+    # a file lookup spelled by token pasting, which the include check cannot read
+    Case("embed_pasted_self_probe", S, _v("compile_error", "forbidden_include"),
+         words=r"__has_embed|token pasting"),
+    Case("include_pasted_probe", S, _v("compile_error", "forbidden_include"),
+         words=r"token pasting"),
     # a build-time macro would differ between the verification build and the user's build
     Case("build_date_bomb", S, _v("compile_error", "compile_error"), words=r"__DATE__"),
     # failures while running
@@ -184,6 +190,13 @@ CASES = [
     Case("backwards_in_place_offset", S, _v(WRONG, "mismatch"),
          words=r"in place at an offset"),
     Case("skip_zero_product", MM, _v(WRONG, "mismatch"), words=r"zeros and (infinities|NaNs)"),
+    Case("zero_scale_skipped", S, _v(WRONG, "mismatch"), words=r"scalar a made -0\.0"),
+    Case("subnormal_scalar_skipped", S, _v(WRONG, "mismatch"), words=r"scalar a made subnormal"),
+    Case("negative_zero_data_stop", S, _v(WRONG, "mismatch"),
+         words=r"negative zeros and subnormal values"),
+    Case("subnormal_data_stop", S, _v(WRONG, "mismatch"),
+         words=r"negative zeros and subnormal values"),
+    Case("between_recordings", S, _v(WRONG, "mismatch"), words=r"size between recordings"),
     # layer 3 alone: the static check is off, the OS containment must refuse
     Case("os_fork", S, _v(VIOLATION, "syscall"), contained=True),
     Case("os_execve", S, _v(VIOLATION, "syscall"), contained=True),
@@ -464,6 +477,29 @@ def test_a_rewrite_slow_only_on_consecutive_heap_arrays_is_timed_slow(lab):
     assert slow.status == "too_busy" or slow.speedup < 0.5, slow.summary()
     if slow.status == "ok":
         assert "timed slower on adjacent heap blocks in parameter order" in slow.summary()
+
+
+def test_a_rewrite_slow_only_on_heap_arrays_made_last_to_first_is_not_confirmed(lab):
+    """layout_heap_ascending_slow.c with its test on the pointers turned round: exact
+    everywhere, 200 passes slower when its arrays are heap blocks in reverse allocation
+    order (the search times heap blocks in parameter order, where it is as fast
+    as the baseline): the server that confirms a claim (the pool's fresh one) times the
+    heap set in reverse, so the figure a lock would get is no speedup."""
+    base = lab.base(S)
+    pool = ServerPool(base.spec, base.store.root, base.keys, FAST, 1,
+                      address_space=ADDRESS_SPACE)
+    ascending = lab.source(Case("layout_heap_ascending_slow", S, ()))
+    assert "&& px < py)" in ascending
+    candidate = Candidate(source_text=ascending.replace("&& px < py)", "&& py < px)"),
+                          label="layout_heap_descending_slow")  # y allocated before x
+    with pool, pool.fresh() as server:
+        slow = server.evaluate(candidate)
+        lab.worker_pids.add(server.pid)
+    assert slow.status in ("ok", "too_busy"), slow.summary()
+    assert slow.status == "too_busy" or slow.speedup < 0.5, slow.summary()
+    if slow.status == "ok":
+        assert "timed slower on adjacent heap blocks in reverse allocation order" in \
+            slow.summary()
 
 
 # -- containment of the worker's own output and time -----------------------------------

@@ -186,13 +186,54 @@ def test_a_file_reached_without_naming_it_is_not_there(secret, kernel_dir):
     assert "@found = dso_local global i32 0" in compile_candidate(probe, kernel_dir)
 
 
+def test_a_name_relative_to_the_working_directory_finds_nothing_in_either_build(kernel_dir,
+                                                                             tmp_path,
+                                                                             monkeypatch):
+    """A rewrite's ``__has_include`` of a path from the working directory (the project
+    root, where ``exampleproj/kernels/pragmas.h`` lies) answered 0 in the judge's build
+    and 1 in the user's: both now run clang from an empty folder, so they agree."""
+    (tmp_path / "pkg" / "kernels").mkdir(parents=True)
+    (tmp_path / "pkg" / "kernels" / "there.h").write_text("#define THERE 1\n")
+    monkeypatch.chdir(tmp_path)
+    probe = """
+        #if __has_include("pkg/kernels/there.h")
+        int found = 1;
+        #else
+        int found = 0;
+        #endif
+    """
+    trusted = toolchain.compile_to_ir(textwrap.dedent(probe), filename="probe.c")
+    assert "@found = dso_local global i32 0" in trusted
+    assert "@found = dso_local global i32 0" in compile_candidate(probe, kernel_dir)
+
+
+def test_has_embed_spelled_by_token_pasting_is_refused(kernel_dir):
+    """A file's contents could steer a rewrite's build where its existence alone cannot be
+    hidden (the user's build sees the whole disk): __has_embed is poisoned in every
+    candidate build, so a pasted one is refused, naming its line."""
+    probe = """
+        #define CAT(a, b) a##b
+
+        #if CAT(__has_, embed)("helpers.h" clang::offset(1)) == 1
+        int found = 1;
+        #endif
+    """
+    with pytest.raises(r3.CompileError) as excinfo:
+        compile_candidate(probe, kernel_dir)
+    assert excinfo.value.kind == "forbidden_include"
+    assert "line 4: __has_embed is not allowed in a rewrite, however it is spelled" in \
+        str(excinfo.value)
+
+
 def test_relative_names_do_not_reach_the_working_directory_or_root(secret, kernel_dir,
                                                                    monkeypatch):
     path, token = secret
     monkeypatch.chdir(path.parent)
-    trusted = toolchain.compile_to_ir('#include "secret.h"\nint v = SECRET_VALUE;\n',
-                                      filename="probe.c")
-    assert "@v = dso_local global i32 1" in trusted  # clang alone searches the cwd
+    with pytest.raises(r3.CompileError, match="'secret.h' file not found"):
+        # a kernel's own build does not search the working directory either (clang alone
+        # would): what a build finds cannot depend on where the process was started
+        toolchain.compile_to_ir('#include "secret.h"\nint v = SECRET_VALUE;\n',
+                                filename="probe.c")
     for name in ("secret.h", str(path).lstrip("/")):
         with pytest.raises(r3.CompileError) as excinfo:
             compile_candidate(f'#include "{name}"\nint v = SECRET_VALUE;\n', kernel_dir)

@@ -15,11 +15,11 @@ from pytest_r3.backends import get_backend
 from pytest_r3.errors import DeclarationError
 from pytest_r3.llm.patch import write_patch
 from pytest_r3.record.store import RecordingStore, capture
-from pytest_r3.replay import Candidate, KernelSpec
+from pytest_r3.replay import Candidate, KernelSpec, ReplayServer, ReplaySettings
 from pytest_r3.replay.cases import Slot, slots_of
 from pytest_r3.replay.compile import CandidateCompiler
 from pytest_r3.replay.contract import assumptions, parameters
-from pytest_r3.replay.derived import SMALL_SIZES, Extent, infer_extents, plan
+from pytest_r3.replay.derived import NEAR, SMALL_SIZES, Extent, infer_extents, plan
 
 
 @dataclass
@@ -119,6 +119,46 @@ def test_a_size_above_the_largest_recording_has_inputs_drawn_like_the_recorded()
     assert again.scalars == above.scalars  # the same seed plans the same cases
 
 
+def test_a_size_between_two_recordings_is_drawn_away_from_both():
+    """Uniformly over the sizes more than NEAR from every recording, inputs cut from the
+    smallest recording that holds them; drawn by the generator it is given (the judge's
+    is seeded per server)."""
+    cases = [_axpy(1000), _axpy(37)]
+    drawn = set()
+    for seed in range(40):
+        between, = _labelled(plan(cases, AXPY, np.random.default_rng(0),
+                                  sizes_rng=np.random.default_rng(seed)), "between recordings")
+        n = between.scalars["n"]
+        assert 37 + NEAR < n < 1000 - NEAR and between.scalars["a"] == 2.0
+        x, y = (slot.values for slot in between.slots)
+        assert x.size == y.size == n and np.array_equal(x, cases[0].slots[0].values[:n])
+        drawn.add(n)
+    assert len(drawn) > 30 and max(drawn) - min(drawn) > 500  # spread over the whole gap
+
+
+def test_no_size_between_recordings_without_a_gap_or_an_extent():
+    assert not _labelled(plan([_axpy(37)], AXPY, np.random.default_rng(0)), "between")
+    assert not _labelled(plan([_axpy(40), _axpy(37)], AXPY, np.random.default_rng(0)),
+                         "between")  # nothing more than NEAR from both
+    odd = Planned("odd", {"n": 500, "a": 1.0}, [Slot(["x"], False, np.zeros(77, np.float32)),
+                                                Slot(["y"], True, np.zeros(500, np.float32))])
+    assert not _labelled(plan([_axpy(1000), _axpy(37), odd], AXPY, np.random.default_rng(0)),
+                         "between")
+
+
+def test_c_array_bounds_give_a_size_between_recordings_per_argument():
+    params = [{"name": "ni", "dtype": "int32", "is_pointer": False, "written": False},
+              {"name": "nj", "dtype": "int32", "is_pointer": False, "written": False},
+              {"name": "C", "dtype": "float64", "is_pointer": True, "written": True,
+               "dims": ["ni", "nj"]}]
+    cases = [Planned(f"{ni}x{nj}", {"ni": ni, "nj": nj}, [Slot(["C"], True, np.ones((ni, nj)))])
+             for ni, nj in ((128, 9), (33, 9))]
+    between, = _labelled(plan(cases, params, np.random.default_rng(0)), "between recordings")
+    ni = between.scalars["ni"]
+    assert 33 + NEAR < ni < 128 - NEAR and between.scalars["nj"] == 9
+    assert between.slots[0].values.shape == (ni, 9)
+
+
 def test_an_empty_launch_alone_derives_nothing_from_nothing():
     derived = plan([_axpy(0)], AXPY, np.random.default_rng(0))
     assert not _labelled(derived, "above the largest") and not _labelled(derived, "small")
@@ -127,7 +167,9 @@ def test_an_empty_launch_alone_derives_nothing_from_nothing():
                    np.random.default_rng(0))
     assert [d.label for d in derived] == [
         f"no buffers with its float scalars negated (a={derived[0].scalars['a']!r})",
-        "no buffers with the float scalar a NaN", "no buffers with the float scalar a infinite"]
+        "no buffers with the float scalar a NaN", "no buffers with the float scalar a infinite",
+        "no buffers with the float scalar a made -0.0",
+        f"no buffers with the float scalar a made subnormal ({derived[-1].scalars['a']:.3g})"]
 
 
 def test_no_size_above_the_recordings_where_an_extent_is_unknown():
@@ -212,6 +254,24 @@ def test_in_place_calls_at_offsets_are_two_views_of_one_buffer_beside_a_twin():
         assert sorted(offset for offset, _ in shared.views.values()) == [0, case.offset]
 
 
+def test_negative_zeros_and_subnormals_in_float_scalars_and_inputs():
+    """Each float scalar made -0.0, then a subnormal; every read-only float input with
+    both; kept like any derived case (not only where the baseline propagates them)."""
+    derived = plan([_axpy(37)], AXPY, np.random.default_rng(0))
+    zero, = _labelled(derived, "scalar a made -0.0")
+    assert zero.scalars["a"] == 0 and np.signbit(zero.scalars["a"]) and not zero.specials
+    tiny, = _labelled(derived, "scalar a made subnormal")
+    normal = float(np.finfo(np.float32).smallest_normal)
+    assert 0 < tiny.scalars["a"] < normal and np.float32(tiny.scalars["a"]) == tiny.scalars["a"]
+    data, = _labelled(derived, "negative zeros and subnormal values in x")
+    x, y = (slot.values for slot in data.slots)
+    assert ((x == 0) & np.signbit(x)).sum() >= 1
+    subnormal = (x != 0) & (np.abs(x) < normal)
+    assert subnormal.sum() >= 1 and np.array_equal(y, _axpy(37).slots[1].values)
+    kept = ~((x == 0) | subnormal)
+    assert np.array_equal(x[kept], _axpy(37).slots[0].values[kept]) and not data.specials
+
+
 def test_special_values_and_sizes_below_one_are_derived():
     """NaN and infinite float scalars, zeros beside infinities (then NaNs) in the float
     inputs, a negative and a zero size: each marked so the judge keeps a special-value
@@ -225,6 +285,59 @@ def test_special_values_and_sizes_below_one_are_derived():
     assert np.isnan(_labelled(derived, "zeros and NaNs")[0].slots[0].values).sum() == 2
     assert _labelled(derived, "negative size")[0].scalars["n"] == -37
     assert _labelled(derived, "size zero")[0].scalars["n"] == 0
+
+
+BORDER = """
+#ifndef BLOCK
+#define BLOCK 0
+#endif
+void border(int rows, int cols, const float *in, float *out)
+{
+    for (int j = 0; j < cols; ++j) {  /* first and last rows, indexed from rows and cols */
+        out[j] = in[j];
+        out[(rows - 1) * cols + j] = in[(rows - 1) * cols + j];
+    }
+    const int step = BLOCK ? BLOCK : rows;
+    for (int b = 1; b < rows - 1; b += step)
+        for (int i = b; i < rows - 1 && i < b + step; ++i)
+            for (int j = 0; j < cols; ++j)
+                out[i * cols + j] = 0.5f * in[i * cols + j];
+}
+"""
+
+
+def test_a_kernel_sized_by_two_arguments_is_judged_right_at_derived_sizes(tmp_path):
+    """Negating one of two sizes makes the baseline itself index before its buffers
+    (``(rows - 1) * cols`` with rows < 0): that case must be dropped, not kept to crash or
+    fail the baseline and every correct variant (the example project's jacobi2d did).
+    Sizes below one are kept only where the baseline writes nothing there."""
+    kernel = r3.kernel(BORDER, entry="border", name="derived_border", tune={"BLOCK": [0, 8]})
+    store = RecordingStore(tmp_path / "recordings")
+    rng = np.random.default_rng(3)
+    recordings = []
+    for rows, cols in ((64, 64), (10, 37), (120, 90)):
+        args = (rows, cols, rng.standard_normal((rows, cols)).astype(np.float32),
+                np.zeros((rows, cols), np.float32))
+        recordings.append(capture(kernel, args, lambda a=args: kernel(*a), "test::b")[1])
+    keys = store.save(kernel.name, recordings, cap_bytes=1 << 26)["kept"]
+    settings = ReplaySettings(run_timeout=2.0, timing_rounds=3, warmup_rounds=1,
+                              min_sample_seconds=1e-4)
+    with ReplayServer(KernelSpec.from_kernel(kernel), store.root, keys, settings) as server:
+        for macros in ({}, {"BLOCK": 8}):
+            result = server.evaluate(Candidate(macros=macros))
+            assert result.status in ("ok", "too_busy"), result.summary()
+
+
+def test_several_size_arguments_are_negated_together_and_kept_only_if_nothing_is_written():
+    params = [{"name": "rows", "dtype": "int32", "is_pointer": False, "written": False},
+              {"name": "cols", "dtype": "int32", "is_pointer": False, "written": False},
+              {"name": "grid", "dtype": "float32", "is_pointer": True, "written": True}]
+    case = Planned("g", {"rows": 20, "cols": 30}, [Slot(["grid"], True,
+                                                        np.ones((20, 30), np.float32))])
+    negative, = _labelled(plan([case], params, np.random.default_rng(0)), "negative size")
+    assert negative.scalars == {"rows": -20, "cols": -30} and negative.empty
+    zero, = _labelled(plan([case], params, np.random.default_rng(0)), "size zero")
+    assert zero.scalars == {"rows": 0, "cols": 0} and not zero.empty
 
 
 SHIFT = "void shift(long n, const float *src, float *dst)\n" \
@@ -330,4 +443,4 @@ def test_derived_cases_start_from_a_recording_with_room_for_every_small_size():
                    np.random.default_rng(0))
     assert [d.scalars["n"] for d in _labelled(derived, "small size")] == list(SMALL_SIZES)
     assert all(d.label.startswith("recording n=100 ") for d in derived
-               if "above the largest" not in d.label)
+               if "above the largest" not in d.label and "between" not in d.label)

@@ -201,12 +201,38 @@ def _clean_environment() -> dict[str, str]:
     return environment
 
 
+# put before a candidate's text: ``__has_embed`` however it is spelled (token pasting builds
+# it past the textual check) is an error, so no file's contents can steer a rewrite's build
+POISON = "#pragma GCC poison __has_embed\n"
+_POISONED = re.compile(r"^(?P<where>[^\n]*?):(?P<line>\d+):\d+: error: attempt to use a "
+                       r"poisoned identifier", re.MULTILINE)
+# token pasting, as written, as a digraph, or as trigraphs (see _views)
+_PASTE = re.compile(r"##|%:%:")
+
+
+def check_token_pasting(text: str, baseline_text: str, filename: str) -> None:
+    """Refuse token pasting in a rewrite whose kernel never pastes tokens: ``__has_`` and
+    ``include`` pasted together make a ``__has_include`` of any path that the textual check
+    never sees, and the judge's build (which sees only the kernel's folders) and the
+    user's (which sees the whole disk) answer it differently. Raises :class:`CompileError`
+    (``kind="forbidden_include"``) naming the line."""
+    if any(_PASTE.search(line) for _, line in _views(baseline_text)[1]):
+        return
+    for number, line in _views(text)[1]:
+        if _PASTE.search(line):
+            raise _refuse(filename, number, "token pasting (##) is not allowed in a rewrite "
+                          "of a kernel that does not paste tokens itself (it can spell a file "
+                          "lookup the include check cannot see)")
+
+
 def compile_untrusted(args: list[str], text: str, source: str, filename: str,
                       include_dirs: Sequence[str | os.PathLike], toolchain: Sequence[str]) -> str:
     """clang on a candidate's text: refused before it runs if it names other files, run in
     a file system showing only the kernel's and the toolchain's header directories, with a
-    clean environment (no CPATH, no CCC_OVERRIDE_OPTIONS), its diagnostics sanitised."""
+    clean environment (no CPATH, no CCC_OVERRIDE_OPTIONS), its diagnostics sanitised;
+    ``__has_embed`` poisoned (see POISON)."""
     check_candidate_includes(source, filename)
+    text = POISON + text
     dirs = _visible_dirs(args, include_dirs)
     overlay = _overlay(dirs).encode()
     environment = _clean_environment()
@@ -215,10 +241,13 @@ def compile_untrusted(args: list[str], text: str, source: str, filename: str,
         descriptor = os.memfd_create("r3-overlay")
         try:
             os.write(descriptor, overlay)
-            result = subprocess.run(
-                [*args[:-1], *extra, f"-ivfsoverlay/dev/fd/{descriptor}", args[-1]],
-                input=text.encode(), capture_output=True, timeout=300, cwd="/",
-                env=environment, pass_fds=(descriptor,))
+            # from an empty folder, as every trusted build is (clang._compile): a relative
+            # name finds nothing there, in the judge's build and in the user's alike
+            with tempfile.TemporaryDirectory(prefix="r3-candidate-") as empty:
+                result = subprocess.run(
+                    [*args[:-1], *extra, f"-ivfsoverlay/dev/fd/{descriptor}", args[-1]],
+                    input=text.encode(), capture_output=True, timeout=300, cwd=empty,
+                    env=environment, pass_fds=(descriptor,))
         finally:
             os.close(descriptor)
     else:
@@ -229,6 +258,10 @@ def compile_untrusted(args: list[str], text: str, source: str, filename: str,
                                     input=text.encode(), capture_output=True, timeout=300,
                                     cwd=scratch, env=environment)
     if result.returncode != 0:
+        poisoned = _POISONED.search(result.stderr.decode(errors="replace"))
+        if poisoned:
+            raise _refuse(filename, int(poisoned.group("line")), "__has_embed is not allowed "
+                          "in a rewrite, however it is spelled (it reads files)")
         diagnostics = sanitize_diagnostics(result.stderr.decode(errors="replace"), filename,
                                            include_dirs=include_dirs, toolchain=toolchain)
         first = next((line for line in diagnostics.splitlines() if "error" in line),

@@ -472,7 +472,12 @@ def sanitize_diagnostics(stderr: str, filename: str, *,
 
 
 def _compile(args: list[str], text: str, filename: str) -> str:
-    result = subprocess.run(args, input=text.encode(), capture_output=True, timeout=300)
+    # from an empty folder, as a candidate's build is (see candidate_text): a name looked up
+    # relative to the working directory finds nothing in either, so a rewrite's
+    # ``__has_include("exampleproj/kernels/x.h")`` cannot tell the judge's build from yours
+    with tempfile.TemporaryDirectory(prefix="pytest-r3-clang-") as empty:
+        result = subprocess.run(args, input=text.encode(), capture_output=True, timeout=300,
+                                cwd=empty)
     if result.returncode != 0:
         diagnostics = result.stderr.decode(errors="replace").strip()
         first = next(

@@ -67,6 +67,7 @@ class Derived:
     offset: int = 0          # in place: elements between the two parameters' starts
     specials: bool = False   # NaN or Inf put in: kept only where the baseline's outputs
                              # hold some (it propagates them)
+    empty: bool = False      # negative sizes: kept only where the baseline writes nothing
 
 
 def slots_of(recording: Recording, params: list[dict]) -> list[Slot]:

@@ -396,7 +396,8 @@ class ReplayServer:
         except MalformedTiming as exc:
             raise WorkerDied(Result(protocol.CRASH, diagnostics=[
                 f"the worker sent {exc}"], details={"kind": "protocol"})) from None
-        timing = timing.on_worse_layout(layout.TIMED_LAYOUTS)  # production's: the worse
+        # production's layouts: the worse
+        timing = timing.on_worse_layout(layout.timed_layouts(self.settings.timed_heap_order))
         if reference != "baseline":
             per_case = list((race_with or {}).get("case_speedups") or [])
             timing = timing.against_baseline(scale, per_case if len(per_case) == len(timed)

@@ -13,6 +13,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from ..backends.candidate_text import check_token_pasting
 from ..backends.clang import without_linker_keep
 from ..errors import CompileError, R3Error
 from ..model.source import KernelSource
@@ -89,6 +90,9 @@ class CandidateCompiler:
             source = source.with_flags(*build_time_flags(self.spec.source_text))
         started = time.perf_counter()
         try:
+            if rewrite:
+                check_token_pasting(candidate.source_text, self.spec.source_text,
+                                    self.spec.filename)
             ir = self._clang(source, candidate.macros)
             pattern_ir = self._clang(source.with_flags(PATTERN_INIT), candidate.macros) \
                 if rewrite else None

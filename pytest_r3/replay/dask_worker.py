@@ -180,7 +180,8 @@ def _checkout(job: dict, fresh: bool = False) -> ReplayServer:
     kernel = KernelSpec.from_dict(with_headers(job["spec"], job["headers"]))
     logs = Path(_cache_root().parent) / "r3-logs"
     logs.mkdir(parents=True, exist_ok=True)
-    server = ReplayServer(kernel, folder, job["keys"], ReplaySettings.from_dict(job["settings"]),
+    settings = ReplaySettings.from_dict(job["settings"])
+    server = ReplayServer(kernel, folder, job["keys"], settings.confirming() if fresh else settings,
                           address_space=job["address_space"],
                           log_path=logs / f"{kernel.name}.log", reference=judge,
                           compile_cache=job.get("compile_cache")).start()

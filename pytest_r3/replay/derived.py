@@ -9,10 +9,11 @@ Each rule answers one way a rewrite was accepted and then wrong in production:
   inside the buffers (a loop that assumes a stride of 1);
 - integer data drawn over its type's range, scaled so that a sum over the whole array
   stays defined (int arithmetic done in float is exact only below 2^24);
-- small sizes (1, 2, 3, 5, 8, 17) and one size above the largest recording, where the
-  extent of every buffer is known as a function of the integer arguments: C array bounds,
-  or a linear relation the recordings agree on (a rewrite that always processes a
-  16-element head, or stops at the largest size it was shown);
+- small sizes (1, 2, 3, 5, 8, 17), one size above the largest recording and one between
+  two recorded sizes, where the extent of every buffer is known as a function of the
+  integer arguments: C array bounds, or a linear relation the recordings agree on (a
+  rewrite that always processes a 16-element head, stops at the largest size it was
+  shown, or is wrong only for 40 <= n <= 120 when the tests record n = 33 and n = 128);
 - each read-only input and written buffer of the same shape passed as one buffer (in
   place), beside an out-of-place twin holding the same values: where the baseline gives the
   same result both ways, callers may call it in place and a candidate must too.
@@ -35,6 +36,7 @@ from .cases import Derived, Slot
 SMALL_SIZES = (1, 2, 3, 5, 8, 17)
 ABOVE_MARGIN = 17        # the size above the recordings: at least this much above the largest
 ABOVE_COST = 4           # ...and its buffers at most this many times the largest recording's
+NEAR = 3                 # a size between recordings: more than this from every recorded one
 
 
 @dataclass(frozen=True)
@@ -54,9 +56,13 @@ class Extent:
 
 
 def plan(recorded: list, params: list[dict], rng: np.random.Generator,
-         no_alias: bool = False) -> list[Derived]:
+         no_alias: bool = False, sizes_rng: np.random.Generator | None = None
+         ) -> list[Derived]:
     """Derived cases from the oracle recordings ``recorded`` (objects with ``label``,
-    ``scalars``, ``slots``)."""
+    ``scalars``, ``slots``). ``sizes_rng`` draws the sizes above and between the
+    recordings (the judge seeds it per server, so a rewrite cannot learn them); ``rng``
+    by default."""
+    sizes_rng = rng if sizes_rng is None else sizes_rng
     if not recorded:
         return []
     by_size = sorted(recorded, key=lambda c: sum(s.values.nbytes for s in c.slots))
@@ -66,7 +72,8 @@ def plan(recorded: list, params: list[dict], rng: np.random.Generator,
     derived = _scalar_cases(base, params, rng, sizes)
     derived += _integer_range_cases(base, params, rng)
     derived += _small_sizes(base, params, extents, sizes)
-    derived += _above(recorded, by_size[-1], params, extents, rng)
+    derived += _above(recorded, by_size[-1], params, extents, sizes_rng)
+    derived += _between(recorded, params, extents, sizes_rng)
     if not no_alias:
         derived += _in_place(base, rng)
     derived += edges.plan(base, params, rng, sizes, no_alias)
@@ -282,6 +289,41 @@ def _above(recorded: list, largest, params: list[dict], extents: dict[str, Exten
         return []
     return [Derived(f"{largest.label} at a size above the largest recording "
                     f"({_changes(largest.scalars, scalars)})", scalars, slots)]
+
+
+def _between(recorded: list, params: list[dict], extents: dict[str, Extent],
+              rng: np.random.Generator) -> list[Derived]:
+    """One case at sizes drawn between two recorded ones, more than NEAR from every
+    recording (uniformly over those sizes, so a wide gap is likely drawn in), when every
+    buffer's extent is known; its inputs are cut from the smallest recording that holds
+    them."""
+    pointers = [p["name"] for p in params if p["is_pointer"]]
+    if not pointers or any(name not in extents for name in pointers):
+        return []
+    names = sorted({s for name in pointers for s in extents[name].scalars})
+    usable = [c for c in recorded if all(isinstance(c.scalars.get(n), (int, np.integer))
+                                         for n in names)
+              and all(s.values.size and not s.views for s in c.slots)]
+    drawn: dict[str, int] = {}
+    for name in names:
+        values = sorted({int(c.scalars[name]) for c in usable})
+        gaps = [(low + NEAR + 1, high - NEAR - 1) for low, high in zip(values, values[1:])
+                if high - low > 2 * NEAR + 1]
+        if gaps:
+            pick = int(rng.integers(sum(high - low + 1 for low, high in gaps)))
+            for low, high in gaps:
+                if pick <= high - low:
+                    drawn[name] = low + pick
+                    break
+                pick -= high - low + 1
+    holding = [c for c in usable if all(int(c.scalars[n]) >= v for n, v in drawn.items())]
+    if not drawn or not holding:
+        return []
+    base = min(holding, key=lambda c: sum(s.values.nbytes for s in c.slots))
+    scalars = dict(base.scalars, **drawn)
+    slots = [_refit(slot, extents, scalars, rng) for slot in base.slots]
+    return [Derived(f"{base.label} at a size between recordings "
+                    f"({_changes(base.scalars, scalars)})", scalars, slots)]
 
 
 def _refit(slot: Slot, extents: dict[str, Extent], scalars: dict,

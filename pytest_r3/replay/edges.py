@@ -7,7 +7,10 @@ Each rule answers a rewrite that was accepted and then wrong in production:
   exit" that leaves ``y`` as it was where the original makes it NaN);
 - float inputs holding zeros beside a few infinities, then NaNs (``if (a[i] == 0.0)
   continue;`` skips ``0 * inf``, which is NaN in the original);
-- each signed size argument negated, and every size zero (``if (n < 0) n = -n;``
+- a float scalar made ``-0.0``, then subnormal, and float inputs holding negative zeros
+  and subnormal values (``if (a == 0) return;``, or a loop that stops at the first
+  denormal, is right on every value a test draws);
+- the signed size arguments negated, and every size zero (``if (n < 0) n = -n;``
   computes where the original does nothing);
 - a read-only input and a written buffer passed as two views of one buffer, one starting
   1 or a few elements after the other (a loop walked backwards is wrong for the in-place
@@ -15,9 +18,11 @@ Each rule answers a rewrite that was accepted and then wrong in production:
 
 Like every derived case, each one is run on the baseline first and dropped where the
 baseline cannot run it (crash, out of bounds, not deterministic); the judge also drops an
-in-place case where the baseline gives another result than out of place, and a special
+in-place case where the baseline gives another result than out of place, a special
 value case where the baseline's outputs hold no NaN or infinity (it does not propagate
-them, so there is nothing to keep). A rewrite must then do what the baseline does there.
+them, so there is nothing to keep), and a negative size where the baseline writes
+anything (it is then not an empty call). A rewrite must then do what the baseline does
+there.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from .cases import Derived, Slot
 
 ZEROS = 0.15      # share of a float input's elements made zero beside the special values
 SPECIALS = 2      # special values placed in each float input
+TINY = 0.15       # share of a float input's elements made -0.0, and share made subnormal
 OFFSET_MAX = 16   # the in-place offsets: 1, and one drawn up to this many elements
 
 
@@ -39,6 +45,7 @@ def plan(case, params: list[dict], rng: np.random.Generator, sizes: set[str],
     """The edge cases of ``case`` (a recording with ``label``, ``scalars``, ``slots``);
     ``sizes``: the integer arguments that set sizes."""
     found = _special_scalars(case, params) + _special_data(case, rng)
+    found += _tiny_scalars(case, params, rng) + _tiny_data(case, rng)
     found += _sizes_below_one(case, params, sizes)
     if not no_alias:
         found += _shifted_in_place(case, rng)
@@ -64,42 +71,97 @@ def _special_data(case, rng: np.random.Generator) -> list[Derived]:
     """Zeros beside a few infinities (then NaNs) in every read-only float input."""
     found = []
     for value, word in ((np.inf, "infinities"), (np.nan, "NaNs")):
-        slots, changed = [], []
-        for slot in case.slots:
-            values = slot.values
-            if slot.written or slot.views or values.dtype.kind != "f" or values.size < 2:
-                slots.append(slot)
-                continue
-            fresh = values.copy().reshape(-1)
+        def change(fresh: np.ndarray, value: float = value) -> None:
             fresh[rng.random(fresh.size) < ZEROS] = 0.0
             places = rng.choice(fresh.size, size=min(SPECIALS, fresh.size), replace=False)
-            signs = rng.choice([-1.0, 1.0], size=places.size)
-            fresh[places] = signs * value
-            slots.append(Slot(slot.params, slot.written, fresh.reshape(values.shape)))
-            changed.append(slot.name)
+            fresh[places] = rng.choice([-1.0, 1.0], size=places.size) * value
+        slots, changed = _float_inputs_changed(case, change)
         if changed:
             found.append(Derived(f"{case.label} with zeros and {word} in {', '.join(changed)}",
                               dict(case.scalars), slots, specials=True))
     return found
 
 
+def _float_inputs_changed(case, change) -> tuple[list[Slot], list[str]]:
+    """``case``'s slots with every read-only float input (two elements at least) copied
+    and changed in place by ``change(flat copy)``; and the names of those changed."""
+    slots, changed = [], []
+    for slot in case.slots:
+        values = slot.values
+        if slot.written or slot.views or values.dtype.kind != "f" or values.size < 2:
+            slots.append(slot)
+            continue
+        fresh = values.copy().reshape(-1)
+        change(fresh)
+        slots.append(Slot(slot.params, slot.written, fresh.reshape(values.shape)))
+        changed.append(slot.name)
+    return slots, changed
+
+
+def _subnormal(dtype: np.dtype, rng: np.random.Generator, size: int | None = None):
+    """Subnormal magnitudes of ``dtype`` (strictly between 0 and its smallest normal)."""
+    tiny = float(np.finfo(dtype).smallest_normal)
+    drawn = np.asarray(rng.uniform(0.01, 0.99, size) * tiny).astype(dtype)
+    return np.where(drawn == 0, np.finfo(dtype).smallest_subnormal, drawn)
+
+
+def _tiny_scalars(case, params: list[dict], rng: np.random.Generator) -> list[Derived]:
+    """Each float scalar made -0.0, then a subnormal of its recorded sign."""
+    found = []
+    for p in _floats(params, case.scalars):
+        dtype = np.dtype(p["dtype"])
+        sign = -1.0 if np.signbit(float(case.scalars[p["name"]])) else 1.0
+        tiny = sign * float(_subnormal(dtype, rng))
+        for value, word in ((-0.0, "made -0.0"), (tiny, f"made subnormal ({tiny:.3g})")):
+            scalars = dict(case.scalars, **{p["name"]: float(dtype.type(value))})
+            found.append(Derived(f"{case.label} with the float scalar {p['name']} {word}",
+                                 scalars, case.slots))
+    return found
+
+
+def _tiny_data(case, rng: np.random.Generator) -> list[Derived]:
+    """Negative zeros and subnormal values of either sign in every read-only float input
+    (a share TINY of its elements each)."""
+    def change(fresh: np.ndarray) -> None:
+        draw = rng.random(fresh.size)
+        zeros, tiny = draw < TINY, (draw >= TINY) & (draw < 2 * TINY)
+        zeros[0], tiny[-1] = True, True  # both kinds, however short the input
+        fresh[zeros] = -0.0
+        signs = rng.choice([-1.0, 1.0], size=int(tiny.sum()))
+        fresh[tiny] = signs * _subnormal(fresh.dtype, rng, int(tiny.sum()))
+    slots, changed = _float_inputs_changed(case, change)
+    if not changed:
+        return []
+    return [Derived(f"{case.label} with negative zeros and subnormal values in "
+                    f"{', '.join(changed)}", dict(case.scalars), slots)]
+
+
 def _sizes_below_one(case, params: list[dict], sizes: set[str]) -> list[Derived]:
     """Each signed size argument negated (the buffers as recorded), then every size 0;
     not the arguments of C array bounds (``float C[ni][nj]``), whose buffers must match
-    them."""
+    them. Several size arguments are negated together: one negative among positive ones
+    has the original itself index before its buffers (``out[(rows - 1) * cols + j]``).
+    The negative case is marked ``empty``: kept only where the baseline writes nothing
+    there (an empty call; anything else a negative size does is seldom defined)."""
     bounded = {word for p in params for bound in p.get("dims") or ()
                for word in re.findall(r"[A-Za-z_]\w*", str(bound))}
     sizes = {name for name in sizes if name not in bounded}
-    signed = [p["name"] for p in params if p["name"] in sizes
-              and np.dtype(p["dtype"]).kind == "i" and int(case.scalars[p["name"]]) > 0]
-    found = [Derived(f"{case.label} at a negative size ({name}={-int(case.scalars[name])})",
-                  dict(case.scalars, **{name: -int(case.scalars[name])}), case.slots)
-             for name in sorted(signed)]
+    signed = sorted(p["name"] for p in params if p["name"] in sizes
+                    and np.dtype(p["dtype"]).kind == "i" and int(case.scalars[p["name"]]) > 0)
+    found = []
+    if signed:
+        negative = dict(case.scalars, **{name: -int(case.scalars[name]) for name in signed})
+        found.append(Derived(f"{case.label} at a negative size ({_listed(negative, signed)})",
+                             negative, case.slots, empty=True))
     if sizes:
         zero = dict(case.scalars, **{name: 0 for name in sizes})
-        found.append(Derived(f"{case.label} at size zero "
-                          f"({', '.join(f'{n}=0' for n in sorted(sizes))})", zero, case.slots))
+        found.append(Derived(f"{case.label} at size zero ({_listed(zero, sorted(sizes))})",
+                             zero, case.slots))
     return found
+
+
+def _listed(scalars: dict, names: list[str]) -> str:
+    return ", ".join(f"{name}={scalars[name]}" for name in names)
 
 
 def _shifted_in_place(case, rng: np.random.Generator) -> list[Derived]:

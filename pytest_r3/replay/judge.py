@@ -52,6 +52,8 @@ class Case:
     offset: int = 0                  # ...one starting this many elements after the other
     specials: bool = False           # derived with NaN or Inf: kept where the baseline
                                      # propagates them
+    empty: bool = False              # derived at negative sizes: kept where the
+                                     # baseline writes nothing
 
     @property
     def nbytes(self) -> int:
@@ -124,11 +126,16 @@ class Judge:
         """Cases the recordings never hold (see replay/derived.py), from their own stream
         of random numbers: the perturbed cases above stay what they were."""
         rng = np.random.default_rng([self.settings.seed, 21])
+        # the sizes above and between the recordings are drawn anew by every server: a
+        # rewrite wrong only at sizes no run has drawn cannot learn which ones are safe
+        sizes_rng = np.random.default_rng(secrets.randbits(64))
         made: dict[int, Case] = {}
-        for item in derived.plan(planned, self.spec.params, rng, self.spec.no_alias):
+        for item in derived.plan(planned, self.spec.params, rng, self.spec.no_alias,
+                                 sizes_rng):
             made[id(item)] = Case(item.label, item.origin, item.scalars, item.slots,
                                   in_place=item.in_place, twin=made.get(id(item.twin)),
-                                  offset=item.offset, specials=item.specials)
+                                  offset=item.offset, specials=item.specials,
+                                  empty=item.empty)
         return list(made.values())
 
     def settle(self) -> list[str]:
@@ -193,6 +200,9 @@ class Judge:
                 raise ReferenceError(f"the baseline gives different outputs on two runs of "
                                      f"{case.label} (it reads memory it does not own, or is "
                                      "not deterministic)")
+        if case.empty and any(not _same_bits(first[n], case.slots[n].values) for n in first):
+            raise ReferenceError(f"the baseline writes on {case.label} (it does not treat it "
+                                 "as an empty call, so what it does there is not defined)")
         if case.recording is not None:
             for number, actual in first.items():
                 slot = case.slots[number]
@@ -241,6 +251,10 @@ class Judge:
                                      f"buffer '{slot.name}' {problem}")
             if slot.written:
                 run_outputs[number] = split_storage(storage, slot.values).copy()
+            elif not _same_bits(split_storage(storage, slot.values), slot.values):
+                raise ReferenceError(f"the baseline changes the read-only input "
+                                     f"'{slot.name}' on {case.label} (it writes outside its "
+                                     "own buffers there)")
         return run_outputs
 
     # -- judging a candidate ----------------------------------------------------------------

@@ -47,6 +47,14 @@ MAX_ORDERS = 24  # up to four buffers, every order is walked; more, orders are d
 # what timing's two buffer sets look like (see timed_seed), as a verdict names them
 TIMED_LAYOUTS = ("buffers mapped in parameter order (a short script's fresh large arrays)",
                  "adjacent heap blocks in parameter order (a long-lived process's arrays)")
+REVERSED_LAYOUTS = (TIMED_LAYOUTS[0],
+                    "adjacent heap blocks in reverse allocation order (a long-lived "
+                    "process's arrays, made last to first)")
+
+
+def timed_layouts(heap_order: str) -> tuple[str, str]:
+    """The names of timing's two buffer sets when its heap set is in ``heap_order``."""
+    return REVERSED_LAYOUTS if heap_order == "reverse" else TIMED_LAYOUTS
 
 
 @dataclass(frozen=True)
@@ -72,14 +80,19 @@ def seed_for(index: int, high: int) -> int:
     return (int(high) << CLASS_BITS) | (int(index) % (1 << CLASS_BITS))
 
 
-def timed_seed(guard_seed: int, which: int, case_index: int, copy: int = 0) -> int:
+def timed_seed(guard_seed: int, which: int, case_index: int, copy: int = 0,
+               heap_order: str = "parameter") -> int:
     """The layout of timing's buffer set ``which`` (0 or 1) for one case: set 0 has every
     buffer mapped in parameter order (a short script's fresh large arrays), set 1 every
     buffer in adjacent heap blocks in parameter order (a long-lived process's consecutive
-    arrays); timing trades the sets every other round, so both variants run on both.
-    Copies keep the style, in other orders."""
+    arrays), or with ``heap_order`` "reverse" in reverse allocation order (the search times
+    the first, a claim's confirmation the second: a rewrite slower only there is found
+    out before it is locked); timing trades the sets every other round, so both variants
+    run on both. Copies keep the style, in other orders."""
     style = 0 if which == 0 else STYLES.index(ADJACENT_STYLE)
-    order = 0  # parameter order: arrays are most often made in the order they are passed
+    # parameter order: arrays are most often made in the order they are passed; the last
+    # order (of up to four buffers, whose orders divide MAX_ORDERS) is the reverse
+    order = MAX_ORDERS - 1 if which == 1 and heap_order == "reverse" else 0
     index = style + len(STYLES) * ((order + copy * 5) % MAX_ORDERS)
     return seed_for(index, (guard_seed * 4 + which) * 1_000_003 + case_index)
 

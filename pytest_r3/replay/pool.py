@@ -26,8 +26,10 @@ class ServerPool:
         self.address_space, self.log_path = address_space, log_path
         self.servers: list[ReplayServer] = []
 
-    def _server(self, reference=None) -> ReplayServer:
-        return ReplayServer(self.spec, self.recordings_root, self.keys, self.settings,
+    def _server(self, reference=None, settings: ReplaySettings | None = None
+                ) -> ReplayServer:
+        return ReplayServer(self.spec, self.recordings_root, self.keys,
+                            settings or self.settings,
                             address_space=self.address_space, log_path=self.log_path,
                             reference=reference, work=self.work)
 
@@ -57,8 +59,11 @@ class ServerPool:
     def fresh(self) -> Iterator[ReplayServer]:
         """A server in a new worker process that took no part in the search (no candidate
         ran in it, nothing it measured was kept), sharing the reference outputs: a claim is
-        confirmed there, A/B against the baseline, before it is locked."""
-        server = self._server(self.servers[0].judge if self.servers else None)
+        confirmed there, A/B against the baseline, before it is locked. Its heap buffers are
+        timed in reverse allocation order (the search's in parameter order), so a rewrite
+        slower only on one of the two is timed slow before it is locked."""
+        server = self._server(self.servers[0].judge if self.servers else None,
+                              self.settings.confirming())
         try:
             yield server.start()
         finally:

@@ -155,9 +155,17 @@ class ReplaySettings:
     long_slice_seconds: float = 5e-3
     timed_keys: tuple = ()             # time only these recordings (one bucket's), if any
     production_calls: int = 64         # launches in a row on production-layout buffers
+    # the order of timing's heap buffer set: "parameter" in the search, "reverse" where a
+    # claim is confirmed (pool.fresh), so each common heap order is timed before a lock
+    timed_heap_order: Literal["parameter", "reverse"] = "parameter"
     seed: int = 0
     # Each layer of the trust model can be tested alone; these exist for that, never for use.
     static_check: bool = True
+
+    def confirming(self) -> ReplaySettings:
+        """These settings for a server that confirms a claim: its heap set timed in reverse
+        allocation order (the search's is in parameter order)."""
+        return replace(self, timed_heap_order="reverse")
 
     @classmethod
     def from_dict(cls, data: dict) -> ReplaySettings:

@@ -191,9 +191,11 @@ class Runner:
         sampling.Arguments); the first copy's buffers come back too. Buffers are laid out as
         numpy lays out the user's arrays: a candidate timed on buffers it can tell apart from
         production's could be fast only when timed; set ``which`` 0 is laid out as a short
-        script's fresh large arrays, 1 as a long-lived process's (see layout.timed_seed)."""
-        args, buffers = self._arguments(case, {}, timed_seed(guard_seed, which, index),
-                                        plain=True)
+        script's fresh large arrays, 1 as a long-lived process's, in the order the settings'
+        ``timed_heap_order`` says (see layout.timed_seed)."""
+        order = self.settings.timed_heap_order
+        args, buffers = self._arguments(
+            case, {}, timed_seed(guard_seed, which, index, heap_order=order), plain=True)
         restore = [n for n, slot in enumerate(case.slots) if slot.written] if restore is None \
             else [n for n in restore if 0 <= n < len(case.slots) and case.slots[n].written]
         if not restore:
@@ -201,7 +203,8 @@ class Runner:
         size = sum(case.slots[n].values.nbytes for n in restore)
         count = max(1, min(ROTATION, ROTATION_BYTES // max(size, 1)))
         copies = [(args, buffers)] + [
-            self._arguments(case, {}, timed_seed(guard_seed, which, index, k), plain=True)
+            self._arguments(case, {}, timed_seed(guard_seed, which, index, k, order),
+                            plain=True)
             for k in range(1, count)]
 
         def put_back(used: int) -> None:
