@@ -67,6 +67,8 @@ class Derived:
     offset: int = 0          # in place: elements between the two parameters' starts
     specials: bool = False   # NaN or Inf put in: kept only where the baseline's outputs
                              # hold some (it propagates them)
+    below_one: bool = False  # a size made zero or negative: kept only where the baseline
+                             # writes nothing (see edges)
 
 
 def slots_of(recording: Recording, params: list[dict]) -> list[Slot]:

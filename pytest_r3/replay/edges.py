@@ -15,9 +15,13 @@ Each rule answers a rewrite that was accepted and then wrong in production:
 
 Like every derived case, each one is run on the baseline first and dropped where the
 baseline cannot run it (crash, out of bounds, not deterministic); the judge also drops an
-in-place case where the baseline gives another result than out of place, and a special
-value case where the baseline's outputs hold no NaN or infinity (it does not propagate
-them, so there is nothing to keep). A rewrite must then do what the baseline does there.
+in-place case where the baseline gives another result than out of place, a special value
+case where the baseline's outputs hold no NaN or infinity (it does not propagate them, so
+there is nothing to keep), and a size below one where the baseline writes anything: a
+kernel that still works there (a 2-D stencil copying its first row at ``rows=-256``) indexes
+from the negative size too, and writes far outside its buffers, where no guard sees it
+(the worker's heap damaged: later candidates crashed in it, SIGSEGV or glibc's abort). A
+rewrite must then do what the baseline does there.
 """
 
 from __future__ import annotations
@@ -93,12 +97,14 @@ def _sizes_below_one(case, params: list[dict], sizes: set[str]) -> list[Derived]
     signed = [p["name"] for p in params if p["name"] in sizes
               and np.dtype(p["dtype"]).kind == "i" and int(case.scalars[p["name"]]) > 0]
     found = [Derived(f"{case.label} at a negative size ({name}={-int(case.scalars[name])})",
-                  dict(case.scalars, **{name: -int(case.scalars[name])}), case.slots)
+                  dict(case.scalars, **{name: -int(case.scalars[name])}), case.slots,
+                  below_one=True)
              for name in sorted(signed)]
     if sizes:
         zero = dict(case.scalars, **{name: 0 for name in sizes})
         found.append(Derived(f"{case.label} at size zero "
-                          f"({', '.join(f'{n}=0' for n in sorted(sizes))})", zero, case.slots))
+                          f"({', '.join(f'{n}=0' for n in sorted(sizes))})", zero, case.slots,
+                             below_one=True))
     return found
 
 

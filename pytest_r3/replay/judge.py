@@ -52,6 +52,8 @@ class Case:
     offset: int = 0                  # ...one starting this many elements after the other
     specials: bool = False           # derived with NaN or Inf: kept where the baseline
                                      # propagates them
+    below_one: bool = False          # derived at a size below one: kept where the
+                                     # baseline writes nothing
 
     @property
     def nbytes(self) -> int:
@@ -128,7 +130,8 @@ class Judge:
         for item in derived.plan(planned, self.spec.params, rng, self.spec.no_alias):
             made[id(item)] = Case(item.label, item.origin, item.scalars, item.slots,
                                   in_place=item.in_place, twin=made.get(id(item.twin)),
-                                  offset=item.offset, specials=item.specials)
+                                  offset=item.offset, specials=item.specials,
+                                  below_one=item.below_one)
         return list(made.values())
 
     def settle(self) -> list[str]:
@@ -193,6 +196,12 @@ class Judge:
                 raise ReferenceError(f"the baseline gives different outputs on two runs of "
                                      f"{case.label} (it reads memory it does not own, or is "
                                      "not deterministic)")
+        written = [case.slots[n].name for n in first
+                   if not _same_bits(first[n], case.slots[n].values)]
+        if case.below_one and written:  # its worker is replaced: its heap may be damaged
+            raise ReferenceError(f"the baseline writes {', '.join(written)} on {case.label}, "
+                                 "so it indexes from that size and may write outside its "
+                                 "buffers where no guard sees")
         if case.recording is not None:
             for number, actual in first.items():
                 slot = case.slots[number]
