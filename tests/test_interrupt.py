@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -54,13 +53,17 @@ TEST_PY = textwrap.dedent("""
 STOPPED_WITHIN = 60.0  # seconds from Ctrl-C to exit, generous for a loaded 2-core runner
 
 
-@pytest.fixture
-def spin_project(pytester) -> Path:
+@pytest.fixture(params=["local", "dask"])
+def spin_project(pytester, request) -> Path:
+    """The project, evaluating on the local pool or on a Dask cluster of one worker."""
+    if request.param == "dask":
+        pytest.importorskip("distributed")
     (pytester.path / "spin.c").write_text(SPIN_C)
     (pytester.path / "spinmod.py").write_text(MODULE_PY)
     (pytester.path / "test_spin.py").write_text(TEST_PY)
     (pytester.path / "pytest.ini").write_text(
-        "[pytest]\nr3_search_pipeline = false\nr3_workers = 1\nr3_run_timeout = 600\n")
+        "[pytest]\nr3_search_pipeline = false\nr3_workers = 1\nr3_run_timeout = 600\n"
+        + ("r3_dask = local:1\n" if request.param == "dask" else ""))
     return pytester.path
 
 
@@ -69,10 +72,20 @@ def _results(folder: Path) -> list[dict]:
             for line in path.read_text().splitlines() if line.strip()]
 
 
-def _worker_pids(folder: Path) -> set[int]:
-    log = folder / ".r3" / "logs" / "spin.log"
-    text = log.read_text() if log.exists() else ""
-    return {int(pid) for pid in re.findall(r"worker (\d+) sealed", text)}
+def _workers(root: int) -> set[int]:
+    """The replay worker processes below ``root`` (on Dask, below its worker processes)."""
+    found, seen = set(), [root]
+    while seen:
+        pid = seen.pop()
+        children = []
+        for task in Path(f"/proc/{pid}/task").glob("*"):  # a child belongs to its thread
+            try:
+                children += (task / "children").read_text().split()
+            except OSError:
+                continue
+        seen += [int(child) for child in children]
+        found |= {int(child) for child in children if _alive(int(child))}
+    return found
 
 
 def _alive(pid: int) -> bool:
@@ -98,8 +111,8 @@ def test_ctrl_c_while_a_worker_runs_stops_the_run_and_keeps_what_was_measured(sp
             assert time.monotonic() < deadline, "the first evaluation never finished"
             time.sleep(0.5)
         time.sleep(3)
-        workers = _worker_pids(spin_project)
-        assert workers and all(_alive(pid) for pid in workers)
+        workers = _workers(process.pid)
+        assert workers, "no replay worker found running"
         os.killpg(process.pid, signal.SIGINT)
         sent = time.monotonic()
         try:

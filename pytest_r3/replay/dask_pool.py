@@ -340,7 +340,7 @@ def _result(future, poll: float = 0.5):
         try:
             return future.result(timeout=poll)
         except TimeoutError:
-            if future.done():  # a timeout of the task itself, not of this wait
+            if future.status == "error":  # the task's own TimeoutError, not this wait's
                 raise
             if interrupt.stopping():
                 future.cancel()
