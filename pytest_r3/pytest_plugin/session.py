@@ -274,7 +274,8 @@ class TunePlugin:
             raise
         finally:
             tuning.close()  # a Dask cluster started for the run stops with it
-        self._write_reports("tuning")
+        if self.rows:  # nothing tuned: no empty reports over the last ones
+            self._write_reports("tuning")
 
     def _say_what_times(self, name: str) -> str:
         """One line: the workloads candidates of ``name`` are timed on, or that there are
