@@ -110,7 +110,10 @@ def main(argv: list[str] | None = None) -> int:
             return _record(args)
         if args.command == "cache":
             return _cache(args)
-        return _replay(args)
+        from .replay.interrupt import stop_on_ctrl_c
+
+        with stop_on_ctrl_c():  # Ctrl-C kills the worker instead of waiting for it
+            return _replay(args)
     except R3Error as exc:
         if isinstance(exc, CompileError) and args.command == "build":  # its verdict
             print(f"pytest-r3: {_one_paragraph(exc)}", file=sys.stderr)

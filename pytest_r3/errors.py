@@ -54,6 +54,11 @@ class KernelFault(R3Error, RuntimeError):
     """A kernel failed on the device (illegal address, trap...); its context is unusable."""
 
 
+class Interrupted(KeyboardInterrupt):
+    """A wait on a replay worker ended because the run is stopping (Ctrl-C): what the worker
+    was doing is no result and must not be stored as one (see replay/interrupt.py)."""
+
+
 class R3Warning(UserWarning):
     """Base class of pytest-r3 warnings."""
 

@@ -388,9 +388,47 @@ def test_a_candidate_that_keeps_killing_workers_is_a_crash(recorded, cluster):
             stop.set()
             killer.join()
         assert result.status == "crash" and result.kind == "worker_lost", result.summary()
-        client.wait_for_workers(2, timeout=120)
+        wait_for_workers(client, 2)
         survivor = pool.servers[0].evaluate(Candidate(macros={"ORDER": 1}, label="after"))
         assert survivor.ok, survivor.summary()  # the cluster is still there
+
+
+def wait_for_workers(client, count: int, stall: float = 120.0) -> float:
+    """Wait until the cluster has ``count`` workers again, for as long as the ones starting
+    make progress; the seconds it took. On a loaded 2-core runner a Dask worker restarted
+    by its nanny took over 120 s to start (spawning Python, importing numpy and
+    distributed), and a fixed bound failed while it was still starting; a start that gets
+    no CPU time and adds no worker for ``stall`` seconds fails, naming what it saw."""
+    started = moved = time.monotonic()
+    workers, cpu = -1, _descendants_cpu()
+    while True:
+        try:
+            client.wait_for_workers(count, timeout=5)
+            return time.monotonic() - started
+        except TimeoutError:
+            pass
+        now_workers, now_cpu = len(client.scheduler_info()["workers"]), _descendants_cpu()
+        busy = any(now_cpu.get(pid, 0.0) > used + 0.05 or pid not in cpu
+                   for pid, used in now_cpu.items())
+        if now_workers > workers or busy:  # a worker joined, or a process is starting
+            moved, workers, cpu = time.monotonic(), now_workers, now_cpu
+        elif time.monotonic() - moved > stall:
+            pytest.fail(f"{now_workers} of {count} Dask worker(s) after "
+                        f"{time.monotonic() - started:.0f} s, no start progressing for "
+                        f"{stall:g} s (load average {os.getloadavg()[0]:.1f})")
+
+
+def _descendants_cpu() -> dict[tuple[int, float], float]:
+    """CPU seconds used so far by each of this process's children and theirs (nannies,
+    workers), by (pid, start time)."""
+    found = {}
+    for process in psutil.Process().children(recursive=True):
+        try:
+            times = process.cpu_times()
+            found[(process.pid, process.create_time())] = times.user + times.system
+        except psutil.Error:
+            continue
+    return found
 
 
 # -- an existing scheduler ---------------------------------------------------------------------

@@ -69,3 +69,34 @@ def test_the_guides_tables_list_their_options(pytester, page, which):
     assert set(table(page)) == flags, (
         f"docs/{page}: missing {sorted(flags - set(table(page)))}, unknown "
         f"{sorted(set(table(page)) - flags)}")
+
+
+def test_the_getting_started_listing_is_what_r3_list_prints(pytester):
+    """docs/getting-started.md shows `pytest --r3-list` of example_project: the kernels it
+    names, in order, with their headers and the lines it shows of each, are what the
+    command prints today."""
+    import shutil
+    import subprocess
+    import sys
+
+    from conftest import environment_without_pytest
+
+    repo = Path(__file__).resolve().parent.parent
+    text = (repo / "docs" / "getting-started.md").read_text()
+    sample = text.split("$ cd example_project && pytest --r3-list\n", 1)[1].split("```", 1)[0]
+    project = pytester.path / "example_project"
+    shutil.copytree(repo / "example_project", project,
+                    ignore=shutil.ignore_patterns(".r3", "__pycache__", "r3.lock"))
+    result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                             "--r3-list"], cwd=project, capture_output=True, text=True,
+                            env=environment_without_pytest(), timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    printed = result.stdout.splitlines()
+    shown = [line for line in sample.splitlines()
+             if line.strip() and line.strip() not in ("...",) and not line.startswith("(")
+             and not line.startswith("[") and not line.startswith("=====")]
+    missing = [line for line in shown if line not in printed]
+    assert not missing, "\n".join(missing)
+    named = re.findall(r"^(\w+) \[\w+\]", sample, re.M) + re.findall(
+        r"(\w+)\s+\[\w+\]", sample.split("(then", 1)[1])
+    assert named == re.findall(r"^(\w+) \[\w+\]  ", result.stdout, re.M)

@@ -181,6 +181,8 @@ def test_tune_with_no_kernel_declared_says_how_to_declare_one(pytester):
     result.stdout.fnmatch_lines(["no kernel to tune: none is declared. Declare one*"
                                  "r3.kernel(*@pytest.mark.r3_oracle(*"])
     assert "lock file" not in output
+    # nothing was tuned: no reports of nothing (a project's earlier reports stay as they were)
+    assert "reports:" not in output and not (pytester.path / ".r3" / "report.html").exists()
 
 
 def test_a_value_option_written_with_a_space_outside_the_project(pytester, project,

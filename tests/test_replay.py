@@ -135,6 +135,44 @@ def test_a_buffer_read_only_to_be_multiplied_by_zero_is_an_input(tmp_path):
             assert result.status == "ok", result.summary()
 
 
+STENCIL_C = """\
+void copy_edges(int rows, int cols, const float *in, float *out)
+{
+    for (int j = 0; j < cols; ++j) {
+        out[j] = in[j];
+        out[(rows - 1) * cols + j] = in[(rows - 1) * cols + j];
+    }
+    for (int i = 1; i < rows - 1; ++i)
+        for (int j = 0; j < cols; ++j)
+            out[i * cols + j] = 0.5f * in[i * cols + j];
+}
+"""
+
+
+def test_a_negative_size_where_the_baseline_still_writes_is_dropped(tmp_path):
+    """The example project's jacobi2d copies its first row whatever ``rows`` is, and its
+    last row from ``(rows - 1) * cols``: at the derived ``rows=-256`` that is 300 KB below
+    its buffers, where no guard sees it. The case was kept, and whichever candidate ran in
+    the damaged worker next died (SIGSEGV, or SIGABRT from glibc's "free(): invalid
+    pointer"), the baseline itself included. A size below one is kept only where the
+    baseline writes nothing, and the worker that ran it is replaced."""
+    (tmp_path / "copy_edges.c").write_text(STENCIL_C)
+    kernel = r3.kernel(tmp_path / "copy_edges.c", entry="copy_edges", name="replay_edges")
+    store = RecordingStore(tmp_path / "recordings")
+    rng = np.random.default_rng(5)
+    keys = record_launches(kernel, store, [
+        (rows, cols, rng.random((rows, cols), dtype=np.float32),
+         np.zeros((rows, cols), np.float32)) for rows, cols in ((256, 300), (10, 37))])
+    with ReplayServer(KernelSpec.from_kernel(kernel), store.root, keys, FAST,
+                      request_timeout=60) as server:
+        negative = [d for d in server.dropped_cases if "at a negative size (rows=" in d]
+        assert negative and all("the baseline writes out on" in d for d in negative), \
+            server.dropped_cases
+        for attempt in range(3):
+            result = server.evaluate(Candidate(label=f"baseline {attempt}"))
+            assert result.status == "ok", result.summary()
+
+
 def test_baseline_is_ok_and_about_as_fast_as_itself(server):
     result = server.evaluate(Candidate(label="baseline"))
     assert result.status == "ok", result.summary()

@@ -23,6 +23,7 @@ from ..errors import CorruptStateError, R3Error, StateLockTimeout, StateWriteErr
 from ..kernel import declaration
 from ..kernel.lock import LOCK_NAME, LockFile
 from ..outputs import refuse_links
+from ..replay.interrupt import stop_on_ctrl_c
 from ..reports import KernelReport, RunInfo, Status, write_reports
 from ..reports.run import load_average
 from ..tuning.context import Tuning, TuningSettings
@@ -46,6 +47,8 @@ class TunePlugin:
         self.skipped_reason: str | None = None
         self.missing_lock: str | None = None  # --r3-check: why nothing was checked
         self.usage_error: str | None = None
+        self.current: str | None = None  # the kernel being tuned or checked
+        self.interrupted: str | None = None  # Ctrl-C stopped the run: the one line saying so
         self.unimportable: dict[str, str] = {}  # xdist controller: kernel -> why not
         self.lock_path = config.rootpath / LOCK_NAME
         wanted = str(options.value(config, "r3_kernels"))
@@ -86,10 +89,13 @@ class TunePlugin:
             if self.usage_error:
                 return result
         try:
-            if self.mode == "tune":
-                self._tune_all(session)
-            else:
-                self._check_all(session)
+            with stop_on_ctrl_c():  # Ctrl-C kills the workers instead of waiting for them
+                if self.mode == "tune":
+                    self._tune_all(session)
+                else:
+                    self._check_all(session)
+        except KeyboardInterrupt:
+            self.interrupted = self._interruption()
         except (CorruptStateError, StateWriteError, StateLockTimeout) as exc:
             raise pytest.UsageError(f"pytest-r3: {exc}") from None  # e.g. edited meanwhile
         return result
@@ -109,8 +115,21 @@ class TunePlugin:
                                 f"{', '.join(sorted(unknown))}; declared: "
                                 f"{', '.join(sorted(declared)) or 'none'}")
 
+    def _interruption(self) -> str:
+        """The one line an interrupted run ends with."""
+        doing = "tuning" if self.mode == "tune" else "checking"
+        where = f" while {doing} {self.current}" if self.current else ""
+        if self.mode == "check":
+            return (f"pytest-r3: interrupted (Ctrl-C){where}: its replay workers were "
+                    "stopped; nothing was written")
+        return (f"pytest-r3: interrupted (Ctrl-C){where}: its replay workers were stopped; "
+                f"what was measured is kept in {self._shown(self.r3_dir / 'results')} and "
+                "the next `pytest --r3-tune` resumes from it")
+
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if self.usage_error:  # under xdist, known only once the workers have collected
+        if self.interrupted:
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
+        elif self.usage_error:  # under xdist, known only once the workers have collected
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
         elif self.failures and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -123,6 +142,9 @@ class TunePlugin:
         write = terminalreporter.write_line
         if self.skipped_reason or self.usage_error:
             write(self.skipped_reason or self.usage_error, red=True)
+            return
+        if self.interrupted and not self.rows:
+            write(self.interrupted, red=True)
             return
         for line, red in table_lines(self.rows):
             write(line, red=red, bold=line.startswith("kernel "))
@@ -141,6 +163,8 @@ class TunePlugin:
                   f"{self.report_paths['md'].name}, {self.report_paths['json'].name}")
         for failure in self.failures:
             write(f"FAILED {failure}", red=True)
+        if self.interrupted:
+            write(self.interrupted, red=True)
 
     def _shown(self, path: Path) -> str:
         """``path`` relative to where pytest was started, when it lies below it."""
@@ -227,6 +251,7 @@ class TunePlugin:
         kernels = self._declarations(names)
         try:
             for name in names:
+                self.current = name
                 if name not in kernels:
                     self._unavailable(name)
                     continue
@@ -242,9 +267,15 @@ class TunePlugin:
                 if row.status.failed:
                     self.failures.append(f"{name}: {row.notes[-1]}")
                 self.rows.append(row)
+            self.current = None
+        except KeyboardInterrupt:  # the kernels tuned before it keep their report rows
+            if self.rows:
+                self._write_reports("tuning", partial=True)
+            raise
         finally:
             tuning.close()  # a Dask cluster started for the run stops with it
-        self._write_reports("tuning")
+        if self.rows:  # nothing tuned: no empty reports over the last ones
+            self._write_reports("tuning")
 
     def _say_what_times(self, name: str) -> str:
         """One line: the workloads candidates of ``name`` are timed on, or that there are
@@ -262,12 +293,14 @@ class TunePlugin:
                   "record the application with `pytest-r3 record -- python app.py`")
         return "test inputs"
 
-    def _write_reports(self, kind: str) -> None:
+    def _write_reports(self, kind: str, partial: bool = False) -> None:
+        """``partial``: this run covered only some kernels (--r3-kernels, or a Ctrl-C), so
+        the last report's other rows are kept."""
         run = RunInfo.collect(kind, self.load_at_start, bandwidth=any(
             "work" in workload for row in self.rows for workload in row.workloads))
         try:
             self.report_paths = write_reports(self.r3_dir, self.rows, kind,
-                                              partial=bool(self.selected), run=run)
+                                              partial=partial or bool(self.selected), run=run)
         except R3Error as exc:  # an unwritable --r3-dir: one line, the table still shows
             self.failures.append(f"reports not written: {exc}")
 
@@ -293,6 +326,7 @@ class TunePlugin:
         targets = {}
         exercised = set(self.recorder.recorded_kernels())
         for name, target, entry in entries:
+            self.current = name
             kernel = registry.get(name)
             if kernel is None:
                 if name in self.recorder.declared:  # a worker declared it, this cannot
@@ -305,6 +339,7 @@ class TunePlugin:
             if row.status.failed:
                 self.failures.append(f"{name}: {row.notes[-1]}")
             self.rows.append(row)
+        self.current = None
         if not self.rows:
             self.missing_lock = (f"{self._shown(self.lock_path)} has no entry for this machine's "
                                  f"target(s) {', '.join(sorted(set(targets.values()))) or '-'}"

@@ -23,7 +23,7 @@ from types import SimpleNamespace
 
 from ..backends import compile_cache
 from ..errors import R3Error
-from . import dask_worker, protocol
+from . import dask_worker, interrupt, protocol
 from .client import ReplayError
 from .process import DEFAULT_ADDRESS_SPACE
 from .protocol import Candidate, KernelSpec, ReplaySettings, Result
@@ -319,7 +319,7 @@ class RemoteServer:
                                    key=f"r3-{pool.spec.name}-{candidate.key()}-"
                                        f"{time.monotonic_ns()}")
             try:
-                result = Result.from_dict(future.result())
+                result = Result.from_dict(_result(future))
             except dask_worker.RecordingsMissing as missing:
                 pool.send_recordings([missing.worker])
                 continue
@@ -331,6 +331,20 @@ class RemoteServer:
             return result
         raise ReplayError(f"kernel {pool.spec.name!r}: recordings sent to Dask workers were "
                           "still missing there three times in a row")
+
+
+def _result(future, poll: float = 0.5):
+    """The task's result, waited for in short steps: on Ctrl-C (see interrupt) the task is
+    cancelled and the wait ends with Interrupted, not with the evaluation."""
+    while True:
+        try:
+            return future.result(timeout=poll)
+        except TimeoutError:
+            if future.status == "error":  # the task's own TimeoutError, not this wait's
+                raise
+            if interrupt.stopping():
+                future.cancel()
+                interrupt.check()
 
 
 def _killed(candidate: Candidate, killed: Exception) -> Result:

@@ -12,10 +12,10 @@ import threading
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from . import containment, protocol
+from . import containment, interrupt, protocol
 from .heartbeat import Heartbeat
 from .protocol import Rejected, ReplaySettings, Result
-from .watchdog import MARGIN, Watch
+from .watchdog import MARGIN, Watch, kill_group
 from .worker_log import WorkerLog
 
 DEFAULT_ADDRESS_SPACE = 8 * 1024**3
@@ -59,6 +59,7 @@ class WorkerProcess:
         self._heartbeat: Heartbeat | None = None  # the worker's progress (see watchdog)
         self._writer: Connection | None = None
         self._reader: Connection | None = None
+        self._stopper: int | None = None  # its entry in interrupt's registry (Ctrl-C)
 
     @property
     def pid(self) -> int | None:
@@ -69,6 +70,7 @@ class WorkerProcess:
         return self._process is not None
 
     def spawn(self) -> None:
+        interrupt.check()  # no new worker once the run is stopping
         parent_read, child_write = os.pipe()
         child_read, parent_write = os.pipe()
         # the worker's output goes to a pipe this process copies into the log (worker_log)
@@ -104,6 +106,11 @@ class WorkerProcess:
             self._output = self.log.follow(output_read, self._process.pid)
         self._reader = Connection(parent_read, writable=False)
         self._writer = Connection(parent_write, readable=False)
+        pid = self._process.pid
+        self._stopper = interrupt.register(lambda: kill_group(pid))
+        if interrupt.stopping():  # Ctrl-C came while it started: it goes too
+            self.kill()
+            interrupt.check()
 
     def ask(self, event: str, data: dict, timeout: float, arrays: dict | None = None):
         """The worker's answer ``(event, data, arrays)``; WorkerDied if it died, hung or
@@ -118,6 +125,9 @@ class WorkerProcess:
             answer, reply, returned = protocol.receive(self._reader, protocol.WORKER_EVENTS)
         except (EOFError, OSError):
             fired = watch.stop()
+            if interrupt.stopping():  # killed by Ctrl-C: nothing to say of the candidate
+                self.kill()
+                interrupt.check()
             raise WorkerDied(self._stopped(event, fired, timeout) if fired
                              else self._death()) from None
         except protocol.ProtocolError as exc:
@@ -203,6 +213,9 @@ class WorkerProcess:
         self.kill()
 
     def kill(self) -> None:
+        if self._stopper is not None:
+            interrupt.unregister(self._stopper)
+            self._stopper = None
         if self._process is not None and self._process.poll() is None:
             try:
                 os.killpg(self._process.pid, signal.SIGKILL)

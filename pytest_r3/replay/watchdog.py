@@ -74,11 +74,11 @@ class Watch:
             with self._lock:
                 if not self._done.is_set():
                     self.fired = fired
-                    _kill_group(self.pid)
+                    kill_group(self.pid)
             return
 
 
-def _kill_group(pid: int) -> None:
+def kill_group(pid: int) -> None:
     try:
         os.killpg(pid, signal.SIGKILL)  # the worker leads its own session and group
     except OSError:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from queue import Queue
 
 from ..errors import R3Error
+from ..replay import interrupt
 from ..replay.protocol import INVALID, OK, Candidate, Result, Status
 from ..replay.statistics import NOISE_FLOOR
 from .parametrization import SearchSpace
@@ -203,6 +204,7 @@ class Tuner:
             result = server.evaluate(candidate)
         finally:
             self._free.put(server)
+        interrupt.check()  # a result finished as Ctrl-C stopped the workers is not kept
         self.store.add(key, candidate.unraced().as_dict(), result.as_dict(), self.seed)
         return result, False
 
