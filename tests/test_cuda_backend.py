@@ -465,6 +465,8 @@ def fake_gpu(monkeypatch):
     runtime = cuda_runtime.Runtime(PycudaDriver(driver, device, driver.Context.get_current()))
     monkeypatch.setattr(cuda_runtime, "runtime", lambda name=None: runtime)
     monkeypatch.delenv("PYTEST_R3_CUDA_EMULATION", raising=False)
+    # an in-process worker's load forbids toolkit programs in this process: undone after
+    monkeypatch.setattr(cuda_tools, "_programs_allowed", True)
     forget_backend("cuda")  # chosen anew: the GPU backend, on the fake GPU
     monkeypatch.setattr(get_backend("cuda").chosen, "_arch", "sm_80")
     yield driver
