@@ -119,3 +119,12 @@ def test_code_generation_settings_are_searched_only_where_the_backend_honours_th
     assert Pipeline.from_mapping({"codegen_lsr": False}).differences() == {"codegen_lsr": False}
     assert bounds_problem({"codegen_lsr": False}, Pipeline()) is None
     assert "codegen_lsr='no' is outside" in bounds_problem({"codegen_lsr": "no"}, Pipeline())
+
+
+def test_a_pass_sequence_written_as_text_is_a_list_of_passes():
+    """``pytest-r3 replay --pipeline passes_before=sccp,jump_threading`` gives the text
+    "sccp,jump_threading": it was read letter by letter ("unknown pass 's'")."""
+    pipeline = Pipeline.from_mapping({"passes_before": "sccp, jump_threading",
+                                      "passes_after": "new_gvn"})
+    assert pipeline.passes_before == ("sccp", "jump_threading")
+    assert pipeline.passes_after == ("new_gvn",)

@@ -103,8 +103,11 @@ class Pipeline:
     flat_addresses: bool = False
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "passes_before", tuple(self.passes_before))
-        object.__setattr__(self, "passes_after", tuple(self.passes_after))
+        for name in ("passes_before", "passes_after"):  # "a,b" (a command line) is two passes
+            value = getattr(self, name)
+            if isinstance(value, str):
+                value = [part.strip() for part in value.split(",") if part.strip()]
+            object.__setattr__(self, name, tuple(value))
         for name in self.passes_before + self.passes_after:
             if name not in CUSTOM_PASSES:
                 raise DeclarationError(
