@@ -221,7 +221,7 @@ def _build_cpu(kernel, variant, out_dir: Path) -> BuildResult:
     variant.pipeline.run(module, machine)
     optimised = str(module)
     try:
-        with codegen(variant.pipeline):
+        with codegen():  # as the CPU backend generates code: it honours no such setting
             assembly = machine.emit_assembly(module)
     except RuntimeError as exc:
         raise CompileError(f"{where}: LLVM could not generate assembly: {exc}", str(exc)) \
