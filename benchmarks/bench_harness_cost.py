@@ -24,7 +24,7 @@ interpreter and ``PYTHONPATH`` pointing at it, as ``bench_tune_walltime.py`` doe
 Run from the repository root::
 
     python benchmarks/bench_harness_cost.py --before /work/main [--candidates 4]
-        [--repeats 2] [--budget 30] [--skip-tune] [--oracles-only]
+        [--repeats 2] [--budget 30] [--skip-tune] [--oracles-only] [--short-timing]
 
 Each line gives the 1-minute load average as it ended: figures taken on a busy machine say
 so.
@@ -59,6 +59,8 @@ from pytest_r3.record.store import RecordingStore
 from pytest_r3.replay import Candidate, KernelSpec, ReplayServer, ReplaySettings
 
 r3_dir, count, kernels = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3].split(",")
+overrides = {k: v for k, v in json.loads(sys.argv[4]).items()
+             if k in ReplaySettings.__dataclass_fields__}
 figures = {}
 for name in kernels:
     kernel = declaration.lookup(name)
@@ -72,7 +74,8 @@ for name in kernels:
     known = {f.name for f in dataclasses.fields(KernelSpec)}
     spec = KernelSpec.from_dict({k: v for k, v in saved.items() if k in known})
     started = time.perf_counter()
-    server = ReplayServer(spec, store.root, store.keys(name), ReplaySettings()).start()
+    server = ReplayServer(spec, store.root, store.keys(name),
+                          ReplaySettings(**overrides)).start()
     learning = time.perf_counter() - started  # the baseline run on every planned case
     timed = [0.0]
     measure = server._time
@@ -94,13 +97,14 @@ for name in kernels:
                 walls[kind].append(time.perf_counter() - started)
                 if kind == "unraced":  # everything but the timing: what verification costs
                     walls["checks"].append(walls[kind][-1] - timed[0])
-                # a busy machine may leave a timing without a figure: its cost still counts
-                assert result.status in ("ok", "too_busy"), result.summary()
+                # a busy machine may leave a timing without a figure, or past the request
+                # timeout: its cost still counts
+                assert result.status in ("ok", "too_busy", "timeout"), result.summary()
                 statuses.append(result.status)
     finally:
         server.close()
     figures[name] = {kind: statistics.median(values) for kind, values in walls.items()}
-    figures[name]["too_busy"] = statuses.count("too_busy")
+    figures[name]["too_busy"] = len(statuses) - statuses.count("ok")
     figures[name]["learning"] = learning
 print(json.dumps(figures))
 """
@@ -123,9 +127,16 @@ def record(r3_dir: Path, oracles_only: bool) -> None:
         sys.exit(f"recording failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
 
 
-def evaluations(checkout: Path, r3_dir: Path, count: int, workdir: Path) -> dict:
+# --short-timing: fewer timing rounds for both checkouts (the checks stay whole), where a
+# busy machine makes full timings retake samples for minutes
+SHORT_TIMING = {"timing_rounds": 5, "min_timing_rounds": 3, "warmup_rounds": 1}
+
+
+def evaluations(checkout: Path, r3_dir: Path, count: int, workdir: Path,
+                overrides: dict) -> dict:
     result = subprocess.run([sys.executable, "-c", DRIVER, str(r3_dir), str(count),
-                             ",".join(KERNELS)], capture_output=True, text=True,
+                             ",".join(KERNELS), json.dumps(overrides)], capture_output=True,
+                            text=True,
                             env=environment(checkout), cwd=workdir)
     if result.returncode != 0:
         sys.exit(f"evaluations with {checkout} failed:\n{result.stderr[-3000:]}")
@@ -150,6 +161,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=0)
     parser.add_argument("--skip-tune", action="store_true", help="per-candidate figures only")
+    parser.add_argument("--short-timing", action="store_true",
+                        help=f"per-candidate evaluations with {SHORT_TIMING} for both "
+                             "checkouts: the checks are whole, the timing shorter")
     parser.add_argument("--oracles-only", action="store_true",
                         help="no production-sized workloads (the benchmark tests): candidates "
                              "are timed on the oracle tests' inputs, so a busy machine makes "
@@ -170,12 +184,13 @@ def main() -> None:
         record(r3_dir, args.oracles_only)
         for round_number in range(args.repeats):
             for label, checkout in checkouts.items():  # interleaved: drift hits both alike
-                figures = evaluations(checkout, r3_dir, args.candidates, Path(temporary))
+                figures = evaluations(checkout, r3_dir, args.candidates, Path(temporary),
+                                      SHORT_TIMING if args.short_timing else {})
                 per_candidate[label].append(figures)
                 print(f"  [{round_number + 1}/{args.repeats}] evaluations, {label}: " + ", ".join(
                     f"{k} {v['unraced']:.2f}/{v['raced']:.2f} s (checks {v['checks']:.2f} s, "
                     f"learning {v['learning']:.2f} s)"
-                    + (f" ({v['too_busy']} too_busy)" if v.get("too_busy") else "")
+                    + (f" ({v['too_busy']} too_busy or timeout)" if v.get("too_busy") else "")
                     for k, v in figures.items()) + f"; load {os.getloadavg()[0]:.1f}",
                     flush=True)
             for label, checkout in checkouts.items():

@@ -197,6 +197,8 @@ CASES = [
     Case("subnormal_data_stop", S, _v(WRONG, "mismatch"),
          words=r"negative zeros and subnormal values"),
     Case("between_recordings", S, _v(WRONG, "mismatch"), words=r"size between recordings"),
+    # an aligned store through a vector type: a fault on a numpy slice's misaligned buffer
+    Case("aligned_vector_store", S, _v("crash", "signal"), words=r"misaligned"),
     # layer 3 alone: the static check is off, the OS containment must refuse
     Case("os_fork", S, _v(VIOLATION, "syscall"), contained=True),
     Case("os_execve", S, _v(VIOLATION, "syscall"), contained=True),

@@ -12,6 +12,8 @@ Each rule answers a rewrite that was accepted and then wrong in production:
   denormal, is right on every value a test draws);
 - the signed size arguments negated, and every size zero (``if (n < 0) n = -n;``
   computes where the original does nothing);
+- every buffer one element into its allocation (an aligned vector store through a vector
+  type, ``*(float4 *)y = ...``, faults on ``a[1:]`` of a numpy array);
 - a read-only input and a written buffer passed as two views of one buffer, one starting
   1 or a few elements after the other (a loop walked backwards is wrong for the in-place
   shift ``f(n, a, buf + 1, buf)`` that a forward loop gets right).
@@ -46,7 +48,7 @@ def plan(case, params: list[dict], rng: np.random.Generator, sizes: set[str],
     ``sizes``: the integer arguments that set sizes."""
     found = _special_scalars(case, params) + _special_data(case, rng)
     found += _tiny_scalars(case, params, rng) + _tiny_data(case, rng)
-    found += _sizes_below_one(case, params, sizes)
+    found += _sizes_below_one(case, params, sizes) + _misaligned(case)
     if not no_alias:
         found += _shifted_in_place(case, rng)
     return found
@@ -162,6 +164,26 @@ def _sizes_below_one(case, params: list[dict], sizes: set[str]) -> list[Derived]
 
 def _listed(scalars: dict, names: list[str]) -> str:
     return ", ".join(f"{name}={scalars[name]}" for name in names)
+
+
+def _misaligned(case) -> list[Derived]:
+    """Every buffer passed as a view starting one element into its own allocation (what
+    ``a[1:]`` of a numpy array is): an aligned vector store through a vector type
+    (``*(float4 *)y = ...``) faults there, and every other layout drawn is 16-byte
+    aligned. The element before each view holds a copy of its first value."""
+    slots = []
+    for slot in case.slots:
+        values = slot.values
+        if len(slot.params) != 1 or slot.views or not values.size:
+            return []
+        grown = np.concatenate([values.reshape(-1)[:1], values.reshape(-1)])
+        slots.append(Slot(slot.params, slot.written, grown,
+                          {slot.params[0]: (1, values.shape)}))
+    if not slots:
+        return []
+    return [Derived(f"{case.label} with every buffer one element into its allocation "
+                    "(misaligned, as a numpy slice a[1:] is)", dict(case.scalars), slots,
+                    alone=True)]  # a fault is this case's: the verdict names it
 
 
 def _shifted_in_place(case, rng: np.random.Generator) -> list[Derived]:

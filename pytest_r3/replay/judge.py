@@ -27,6 +27,7 @@ from ..record.store import Recording
 from . import cases as planning
 from . import derived, layout
 from .buffers import check_guards, check_plain, poison_for, split_plain, split_storage
+from .process import WorkerDied
 from .protocol import WRONG_OUTPUT, KernelSpec, Rejected, ReplaySettings
 from .verify import Tolerance, compare, parse_tolerances, perturbed
 
@@ -54,6 +55,7 @@ class Case:
                                      # propagates them
     empty: bool = False              # derived at negative sizes: kept where the
                                      # baseline writes nothing
+    alone: bool = False              # verified in a batch of its own (a crash names it)
 
     @property
     def nbytes(self) -> int:
@@ -135,7 +137,7 @@ class Judge:
             made[id(item)] = Case(item.label, item.origin, item.scalars, item.slots,
                                   in_place=item.in_place, twin=made.get(id(item.twin)),
                                   offset=item.offset, specials=item.specials,
-                                  empty=item.empty)
+                                  empty=item.empty, alone=item.alone)
         return list(made.values())
 
     def settle(self) -> list[str]:
@@ -316,7 +318,15 @@ class Judge:
         for case in cases:                   # that crashes only on derived sizes is still
             groups.setdefault(case.origin, []).append(case)  # named wrong on the others
         for origin, group in groups.items():  # a kept-outputs case has no poison to vary
-            self._verify_batches(run, group, 1 if origin == "kept" else attempts, kind, what)
+            self._verify_batches(run, [c for c in group if not c.alone],
+                                 1 if origin == "kept" else attempts, kind, what)
+        for case in (c for c in cases if c.alone):
+            try:
+                self._verify_batches(run, [case], attempts, kind, what)
+            except WorkerDied as died:  # the worker's account is kept, the case named
+                first = died.result.diagnostics[:1] or ["the worker died"]
+                died.result.diagnostics[:1] = [f"{first[0]} (on {case.label})"]
+                raise
 
     def verify_smallest(self, run, cases: list[Case] | None = None, kind: str | None = None,
                         what: str = "") -> None:
@@ -329,6 +339,8 @@ class Judge:
 
     def _verify_batches(self, run, cases: list[Case], attempts: int, kind: str | None,
                         what: str) -> None:
+        if not cases:
+            return
         for attempt in range(attempts):
             plan = [(case, {n: secrets.randbits(62) for n in case.output_only},
                      secrets.randbits(40)) for case in cases]
