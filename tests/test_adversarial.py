@@ -78,6 +78,7 @@ CLASS_WORDS = {
     "timed_data": r"timed launches did not work on the recorded values",
     "stale_output": r"outputs it left|already look computed",
     "syscall": r"system call|syscall|seccomp|SIGSYS",
+    "signature": r"signature",
 }
 
 
@@ -127,6 +128,10 @@ CASES = [
          words=r"__has_embed|token pasting"),
     Case("include_pasted_probe", S, _v("compile_error", "forbidden_include"),
          words=r"token pasting"),
+    # the user's launcher reads the rewrite's signature, the judge calls the original's
+    Case("signature_extra_param", S, _v("compile_error", "signature"), words=r"parameter"),
+    Case("signature_touch_input", S, _v("compile_error", "signature"), words=r"writes x"),
+    Case("signature_extent", S, _v("compile_error", "signature"), words=r"dims"),
     # a build-time macro would differ between the verification build and the user's build
     Case("build_date_bomb", S, _v("compile_error", "compile_error"), words=r"__DATE__"),
     # failures while running

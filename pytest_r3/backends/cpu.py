@@ -146,7 +146,9 @@ class CPUBackend(Backend):
         signature = read_signature(debug_ir, entry, _defined_function(module, entry),
                                    where=where)
         if any(p.is_pointer for p in signature.params):  # C array bounds, as written
-            text = self.compile(source, macros, preprocess_only=True)
+            # a rewrite's text is never preprocessed: its bounds are read as it writes them
+            text = source.text if source.untrusted else \
+                self.compile(source, macros, preprocess_only=True)
             signature = with_declared_bounds(signature, text)
         if disk is not None and key is not None:
             disk.put(key, json.dumps(signature.as_dict()).encode(), {"kind": "cpu-signature"})

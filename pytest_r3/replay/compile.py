@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from ..backends.candidate_text import check_token_pasting
 from ..backends.clang import without_linker_keep
 from ..errors import CompileError, R3Error
+from ..model.signature import Signature
 from ..model.source import KernelSource
 from . import sandbox
 from .protocol import COMPILE_ERROR, SANDBOX_VIOLATION, Candidate, KernelSpec, Rejected
@@ -123,7 +124,54 @@ class CandidateCompiler:
         if violations:
             raise Rejected(SANDBOX_VIOLATION, violations[0].kind, sandbox.advice(violations),
                            symbols=sorted({v.symbol for v in violations}))
+        if rewrite:
+            self._check_signature(source, candidate.macros)
         return CompiledCandidate(ir, pattern_ir, {"clang": clang_seconds})
+
+    def _check_signature(self, source: KernelSource, macros: dict) -> None:
+        """A rewrite keeps the kernel's signature as the user's launcher reads it from the
+        source: parameters, their types and declared extents, and which arrays it writes.
+        The judge calls the entry as the original is called; after ``git apply`` the
+        launcher follows the rewrite (an extra parameter refused every call, a parameter
+        written back with its own value refused every read-only array)."""
+        try:
+            signature = self.backend.inspect(source, self.spec.entry,
+                                             {**self.spec.default_macros, **macros},
+                                             self.spec.name)
+        except R3Error as exc:
+            raise Rejected(COMPILE_ERROR, "signature", str(exc).splitlines()[0]) from None
+        change = signature_change(self.spec.params, self.spec.return_dtype, signature)
+        if change:
+            raise Rejected(COMPILE_ERROR, "signature",
+                           f"the rewrite changes the kernel's signature: {change}; callers "
+                           "pass what the original takes, so keep its parameters, types, "
+                           "extents and which arrays it writes")
+
+
+def signature_change(params: list[dict], return_dtype: str | None,
+                     signature: Signature) -> str:
+    """How ``signature`` differs from the original's ``params`` and ``return_dtype``, in a
+    phrase, or "" where it does not."""
+    theirs = [p.as_dict() for p in signature.params]
+    if len(theirs) != len(params):
+        return f"it takes {len(theirs)} parameter(s), the original {len(params)}"
+    for number, (was, now) in enumerate(zip(params, theirs, strict=True), start=1):
+        name = was.get("name")
+        if now.get("written") and not was.get("written"):
+            return f"it writes {name} (parameter {number}), which the original only reads"
+        if was.get("written") and not now.get("written"):
+            return f"it never writes {name} (parameter {number}), which the original writes"
+        # not ctype: a rewrite may add const or restrict (contract.py speaks of restrict)
+        for key in ("name", "dtype", "is_pointer", "dims", "components"):
+            before, after = was.get(key), now.get(key)
+            if key == "dims":
+                before, after = list(before or ()), list(after or ())
+            if before != after:
+                return f"parameter {number} ({name}) has {key} {after!r}, the original {before!r}"
+    if signature.return_dtype != return_dtype:
+        return f"it returns {signature.return_dtype or 'void'}, the original " \
+               f"{return_dtype or 'void'}"
+    return ""
 
 
 def _trailer(ir: str) -> str:

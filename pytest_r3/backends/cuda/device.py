@@ -226,8 +226,10 @@ class CUDABackend(Backend):
             raise DeclarationError(f"{where}: a __global__ function returns void")
         signature = Signature(entry, signature.params, None)
         if any(p.is_pointer for p in signature.params):  # C array bounds, as written
-            signature = with_declared_bounds(signature, text if text is not None else
-                                             self.compile(source, macros, preprocess_only=True))
+            if text is None:  # a rewrite's text is never preprocessed: read as written
+                text = source.text if source.untrusted else \
+                    self.compile(source, macros, preprocess_only=True)
+            signature = with_declared_bounds(signature, text)
         return signature
 
     def link_libraries(self, module) -> bool:
