@@ -130,7 +130,10 @@ CASES = [
          words=r"token pasting"),
     # the user's launcher reads the rewrite's signature, the judge calls the original's
     Case("signature_extra_param", S, _v("compile_error", "signature"), words=r"parameter"),
-    Case("signature_touch_input", S, _v("compile_error", "signature"), words=r"writes x"),
+    Case("signature_touch_input", S, _v("compile_error", "signature"),
+         words=r"x \(parameter 3\) would be taken as written"),
+    Case("modified_input", S, _v("compile_error", "signature")),
+    Case("no_op", S, _v("compile_error", "signature"), words=r"never writes y"),
     Case("signature_extent", S, _v("compile_error", "signature"), words=r"dims"),
     # a build-time macro would differ between the verification build and the user's build
     Case("build_date_bomb", S, _v("compile_error", "compile_error"), words=r"__DATE__"),
@@ -148,8 +151,10 @@ CASES = [
     Case("reads_output_memory", S, _v(WRONG, "nondeterministic", "mismatch")),
     Case("cycle_counter", S, _v(WRONG, "nondeterministic", "mismatch")
          + _v(VIOLATION, "forbidden_intrinsic")),
-    Case("modified_input", S, _v(WRONG, "modified_input")),
-    Case("no_op", S, _v(WRONG, "mismatch")),
+    # these two change what the launcher reads (a written input, an output never written):
+    # the signature check refuses them; with it off they reach the layer they test
+    Case("modified_input", S, _v(WRONG, "modified_input"), contained=True),
+    Case("no_op", S, _v(WRONG, "mismatch"), contained=True),
     # reward hacking: right on the recordings, wrong elsewhere
     Case("memoised_answer", S, _v(WRONG, "mismatch")),
     Case("hard_coded_scalar", S, _v(WRONG, "mismatch")),
@@ -175,12 +180,15 @@ CASES = [
     Case("layout_probe_oob", S, _v(WRONG, "out_of_bounds"), words="production layout"),
     # keyed on the pointers' values alone: a short script's fresh mapped arrays
     # (or, where a negative size meets the script's layout, its y[n - 1] leaves the mapping)
+    # (both read an input's address: the launcher would take it as written, so the signature
+    # check refuses them; with it off they reach the layout layers they test)
     Case("layout_script_wrong", S, _v(WRONG, "production_layout", "timed_output") +
-         (("crash", "signal"),), words="production layout|invalid memory access"),
+         (("crash", "signal"),), words="production layout|invalid memory access",
+         contained=True),
     # heap blocks laid end to end in parameter order: consecutive numpy arrays
     # (caught in the 64-call pass, or already on the timed runs' buffers)
     Case("layout_adjacent_wrong", MM, _v(WRONG, "production_layout", "timed_output"),
-         words="production layout"),
+         words="production layout", contained=True),
     # inputs the recordings never hold, derived by the judge
     Case("zero_scalar_dropped", AB, _v(WRONG, "mismatch"), words=r"zero .*made nonzero"),
     Case("abs_scalar", S, _v(WRONG, "mismatch"), words=r"negated"),
@@ -463,7 +471,7 @@ def test_a_rewrite_slow_only_in_a_scripts_layout_is_timed_slow(lab):
     """Exact everywhere; 200 passes slower when its arrays are fresh mappings allocated in
     parameter order (as a short script's large arrays are), which the worker's own heap
     never gives: one of the two timed layouts is that one, so the figure is no speedup."""
-    server = lab.server(S)
+    server = lab.server(S, contained=True)  # x's address read: the signature check's refusal
     slow = server.evaluate(Candidate(source_text=lab.source(Case("layout_script_slow", S, ())),
                                      label="layout_script_slow"))
     assert slow.status in ("ok", "too_busy"), slow.summary()

@@ -124,7 +124,7 @@ class CandidateCompiler:
         if violations:
             raise Rejected(SANDBOX_VIOLATION, violations[0].kind, sandbox.advice(violations),
                            symbols=sorted({v.symbol for v in violations}))
-        if rewrite:
+        if rewrite and self.static_check:
             self._check_signature(source, candidate.macros)
         return CompiledCandidate(ir, pattern_ir, {"clang": clang_seconds})
 
@@ -158,7 +158,9 @@ def signature_change(params: list[dict], return_dtype: str | None,
     for number, (was, now) in enumerate(zip(params, theirs, strict=True), start=1):
         name = was.get("name")
         if now.get("written") and not was.get("written"):
-            return f"it writes {name} (parameter {number}), which the original only reads"
+            return (f"{name} (parameter {number}) would be taken as written, which the "
+                    "original only reads (the rewrite writes it, or lets its address "
+                    "escape), so read-only arrays would be refused there")
         if was.get("written") and not now.get("written"):
             return f"it never writes {name} (parameter {number}), which the original writes"
         # not ctype: a rewrite may add const or restrict (contract.py speaks of restrict)
