@@ -412,16 +412,28 @@ def test_wrong_answer_names_buffer_and_index(server):
     assert "out: 1 of " in message and "first at [7]" in message
 
 
-def test_writing_to_a_read_only_input_is_caught(server):
+@pytest.fixture(scope="module")
+def judge_only(recorded):
+    """A server without the static check: a rewrite that writes an input is refused there
+    before it runs (its signature changes); these tests reach the judge's own check."""
+    settings = ReplaySettings(**{**dataclasses.asdict(FAST), "static_check": False})
+    with ReplayServer(recorded.spec, recorded.store.root, recorded.keys, settings,
+                      address_space=SMALL_ADDRESS_SPACE, request_timeout=60) as running:
+        yield running
+
+
+def test_writing_to_a_read_only_input_is_caught(judge_only):
+    server = judge_only
     result = server.evaluate(Candidate(source_text=rewrite(
         "out[i] = 2.0f * x[i] + y[i];\n((float *)y)[i] = 0.0f;")))
     assert result.status == "wrong_output"
     assert result.details["kind"] == "modified_input" and result.details["buffer"] == "y"
 
 
-def test_one_flipped_bit_in_the_last_element_of_a_read_only_input_is_caught(server):
+def test_one_flipped_bit_in_the_last_element_of_a_read_only_input_is_caught(judge_only):
     """The read-only check compares bits: the lowest mantissa bit of the last element, a
     change within any float tolerance, still rejects the candidate."""
+    server = judge_only
     result = server.evaluate(Candidate(source_text=rewrite(
         after_loop="if (n > 0) ((unsigned *)y)[n - 1] ^= 1u;")))
     assert result.status == "wrong_output", result.summary()
@@ -621,11 +633,12 @@ def test_weak_recordings_alone_are_flagged_in_the_result(tmp_path):
     with ReplayServer(KernelSpec.from_kernel(kernel), store.root, keys, FAST) as server:
         assert server.description["weak"] == keys
         result = server.evaluate(Candidate(label="baseline"))
-        lazy = server.evaluate(Candidate(source_text="void axpy2(long n, const float *x, "
-                                                     "float *out) {}"))
+        lazy = server.evaluate(Candidate(source_text=(
+            "void axpy2(long n, const float *x, float *out) "
+            "{ for (long i = 0; i < n; ++i) out[i] = out[i] + 0.0f; }")))
     assert result.status == "ok"
     assert "too weak to verify with" in result.diagnostics[0]
-    # a do-nothing kernel passes the weak recording, but not the fresh inputs
+    # a kernel that leaves out as it is passes the weak recording, not the fresh inputs
     assert lazy.status == "wrong_output"
     assert lazy.diagnostics[-1].startswith("perturbed inputs #1")
 

@@ -166,8 +166,10 @@ def signature_change(params: list[dict], return_dtype: str | None,
         # not ctype: a rewrite may add const or restrict (contract.py speaks of restrict)
         for key in ("name", "dtype", "is_pointer", "dims", "components"):
             before, after = was.get(key), now.get(key)
-            if key == "dims":
+            if key == "dims":  # a rewrite's extent read as "" (behind a macro) is unknown
                 before, after = list(before or ()), list(after or ())
+                if len(before) == len(after):
+                    after = [a or b for a, b in zip(after, before, strict=True)]
             if before != after:
                 return f"parameter {number} ({name}) has {key} {after!r}, the original {before!r}"
     if signature.return_dtype != return_dtype:
