@@ -134,10 +134,12 @@ def test_a_rewrite_that_knows_when_it_is_judged_leaves_no_patch_and_no_lock(tmp_
     events = [json.loads(line) for line in
               (root / ".r3" / "runs" / "mm" / "events.jsonl").read_text().splitlines()]
     (judged,) = [e["result"] for e in events if e["event"] == "result"]
-    if rewrite is WRONG_LATE:  # wrong where it is timed and used: on real arrays
-        assert (judged["status"], judged["details"]["kind"]) == ("wrong_output",
-                                                                 "timed_output"), judged
-        assert "production layout" in judged["diagnostics"][0]
+    if rewrite is WRONG_LATE:  # wrong where it is timed and used: on real arrays, or, once
+        # the verification's own calls pass its 20 (more derived cases), on a derived case
+        kind = (judged["status"], judged["details"]["kind"])
+        assert kind in (("wrong_output", "timed_output"), ("wrong_output", "mismatch")), judged
+        if kind[1] == "timed_output":
+            assert "production layout" in judged["diagnostics"][0]
     else:  # timed as it runs in production: far slower than the baseline, or (its long
         # launches losing the CPU on a busy machine) no figure at all; never a speedup
         assert judged["status"] == "too_busy" or (
