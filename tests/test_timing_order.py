@@ -67,44 +67,6 @@ def test_a_baseline_against_itself_is_1x_whatever_favours_a_set_or_a_position(ro
     assert timing.baseline_median == pytest.approx(timing.candidate_median)
 
 
-class Reused:
-    """A fake backend where a launch on the buffers the previous launch used is faster (a
-    large input still in cache): 15% here, about what a 48 MiB scaled_add showed. Its
-    launches are long and spend their time on the CPU (one launch a sample), as that
-    kernel's did."""
-
-    cpu_clock = "thread"
-    launch = 6e-3
-
-    def __init__(self, warm: float = 0.15):
-        self.warm, self.previous = warm, None
-
-    def time(self, launcher, args, repeat: int) -> list[float]:
-        times = []
-        for _ in range(repeat):
-            seconds = self.launch * (1.0 - self.warm if args is self.previous else 1.0)
-            end = time.thread_time() + seconds  # on the CPU, so samples are sized by it
-            while time.thread_time() < end:
-                pass
-            times.append(seconds)
-            self.previous = args
-        return times
-
-
-@pytest.mark.parametrize("rounds", [15, 16])
-def test_a_baseline_against_itself_is_1x_when_reused_buffers_are_faster(rounds):
-    """When odd rounds swapped the sets, each round's first sample ran on the buffers the
-    previous sample had just used, and it was always the baseline's: an A/A of a 48 MiB
-    scaled_add read 0.84-0.92x. The sets now alternate from every sample to the next."""
-    set_0, set_1 = [object()], [object()]
-    settings = ReplaySettings(timing_rounds=rounds, min_timing_rounds=rounds,
-                              warmup_rounds=2, min_sample_seconds=Reused.launch)
-    timing = interleaved_speedup(Reused(), baseline, candidate, [Arguments([set_0])],
-                                 [Arguments([set_1])], settings)
-    assert timing.speedup == pytest.approx(1.0, abs=1e-9)
-    assert timing.baseline_median == pytest.approx(timing.candidate_median)
-
-
 def test_a_real_speedup_is_measured_at_its_size_when_a_set_is_faster():
     """The same rules leave a real difference whole: a candidate twice as fast is 2.00x,
     not 2x times what one set of buffers or one position adds."""

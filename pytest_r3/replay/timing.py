@@ -24,16 +24,11 @@ SCHEDULE = (("base", 0), ("cand", 1), ("cand", 0), ("base", 1))
 
 
 def schedule(round_index: int) -> tuple[tuple[str, int], ...]:
-    """Round ``round_index``'s order (warm-up rounds counted): SCHEDULE, its sides swapped
-    in odd rounds. The sets alternate from every sample to the next, across rounds too:
-    when odd rounds swapped the sets instead, each round's first sample ran on the buffers
-    the previous sample had just used (a 48 MiB scaled_add's input still in cache: 1.30 ms
-    against 1.45-1.80), always the baseline's, and the baseline timed against itself read
-    0.84-0.92x. Over two rounds each variant meets every position on each set."""
+    """Round ``round_index``'s order (warm-up rounds counted): SCHEDULE, its sets swapped
+    in odd rounds."""
     if round_index % 2 == 0:
         return SCHEDULE
-    other = {"base": "cand", "cand": "base"}
-    return tuple((other[side], which) for side, which in SCHEDULE)
+    return tuple((side, 1 - which) for side, which in SCHEDULE)
 
 
 def candidate_last_set(round_index: int) -> int:
