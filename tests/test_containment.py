@@ -373,3 +373,20 @@ def test_a_gpu_driver_after_seal_may_make_pipes_and_is_refused_files(gpu, probe)
         assert "pipe" in result.stdout  # the driver's pipe to its threads (pipe2 on an H100)
     else:
         assert result.returncode == -signal.SIGSYS and "pipe" not in result.stdout
+
+
+def test_a_warning_after_seal_is_printed_without_killing_the_worker(probe):
+    """Python prints a warning with its source line, read from the file: once sealed, that
+    open ended the worker with SIGSYS, and the baseline itself was reported as a sandbox
+    violation when numpy warned in the worker (a mean of nothing: timing with no case)."""
+    require(probe, "seccomp")
+    result = run_child("""
+        import warnings
+        warnings.warn("a drift", RuntimeWarning)
+        np.mean(np.array([]))
+        print("ALIVE", flush=True)
+    """, before_seal="import numpy as np")
+    assert result.returncode == 0, result.stderr
+    assert "ALIVE" in result.stdout
+    assert "RuntimeWarning: a drift" in result.stderr
+    assert "Mean of empty slice" in result.stderr

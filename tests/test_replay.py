@@ -814,3 +814,12 @@ def test_a_worker_that_claims_a_race_stop_without_a_race_is_a_crash(recorded, cl
     assert forged.status == "crash" and forged.kind == "protocol", forged.summary()
     assert "was not racing" in forged.summary()
     assert raced.status == "ok"
+
+
+def test_a_server_with_no_recordings_is_refused_with_the_kernel_named(tmp_path):
+    """With no recording there is nothing to verify or time on: the worker timed no case and
+    answered figures of zero (a crash, or the baseline killed as a sandbox violation)."""
+    (tmp_path / "axpy2.c").write_text(KERNEL_C)
+    kernel = r3.kernel(tmp_path / "axpy2.c", entry="axpy2", name="unrecorded_axpy")
+    with pytest.raises(ValueError, match="no recordings of kernel 'unrecorded_axpy'"):
+        ReplayServer(KernelSpec.from_kernel(kernel), tmp_path / "recordings", [])

@@ -53,6 +53,9 @@ class ReplayServer:
         work: Callable[[Mapping[str, object]], Mapping[str, float]] | None = None,
         compile_cache: str | None = None,
     ) -> None:
+        if not keys:  # nothing to verify or time a candidate on
+            raise ValueError(f"no recordings of kernel {spec.name!r} to replay: record its "
+                             f"launches first (pytest --r3-record)")
         self.spec = spec
         self.recordings_root = str(recordings_root)
         self.keys = list(keys)

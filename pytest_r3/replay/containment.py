@@ -29,6 +29,7 @@ import os
 import signal
 import struct
 import sys
+import warnings
 from dataclasses import dataclass, field
 
 ENV = "PYTEST_R3_CONTAINMENT"
@@ -319,6 +320,17 @@ def build_filter(machine: str, own_pid: int, allow_ioctl: bool = False,
     return program + [(_RET, 0, 0, default)]
 
 
+def _warnings_without_source() -> None:
+    """Python prints a warning with its source line, read from the file when the warning
+    is shown: once sealed, that open would end the process (a numpy RuntimeWarning in the
+    worker reported as the candidate's sandbox violation). Shown without the line instead."""
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        stream = file if file is not None else sys.stderr
+        if stream is not None:
+            stream.write(warnings.formatwarning(message, category, filename, lineno, line=""))
+    warnings.showwarning = show
+
+
 def seal(report: Containment | None = None, *, allow_ioctl: bool = False,
          default: int = KILL) -> Containment:
     """Install the seccomp allowlist on every thread of this process; irreversible.
@@ -336,6 +348,7 @@ def seal(report: Containment | None = None, *, allow_ioctl: bool = False,
     if not sys.platform.startswith("linux") or machine not in ARCHES:
         report.degraded.append(f"seccomp: no syscall table for {sys.platform} {machine}")
         return report
+    _warnings_without_source()
     program = build_filter(machine, os.getpid(), allow_ioctl, default)
     threads = _threads()  # now: /proc cannot be listed once sealed
     raw = b"".join(struct.pack("<HBBI", *instruction) for instruction in program)
