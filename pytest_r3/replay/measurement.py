@@ -37,6 +37,13 @@ FORMAT = 2  # the shape of Timing.as_dict; stored results without it are the old
 
 
 
+# A layout is told apart from noise only with this many rounds (every one of them on one
+# set below every one on the other happens by chance once in 126 A/A timings) and a gap
+# between the sets' speedups larger than this fraction.
+LAYOUT_ROUNDS = 5
+LAYOUT_GAP = 3 * NOISE_FLOOR
+
+
 class MalformedTiming(ValueError):
     """Timing figures that are not well-formed: from a worker, a crash; on disk, a result
     measured again."""
@@ -243,18 +250,20 @@ class Timing(_Paired):
     def on_worse_layout(self, names: Sequence[str]) -> Timing:
         """The figures production can count on. The two buffer sets are laid out as two
         kinds of process lay out arrays (``names``); where the candidate's ratio is lower
-        on one set by more than three times the noise floor and every round on it (two
-        at least) is below every round on the other (a kernel keyed on its pointers'
-        values, or one that suffers from a layout), the figures are that set's rounds
-        alone; else all rounds (a smaller gap is within what timing can tell)."""
+        on one set by more than three times the noise floor (LAYOUT_GAP) and every round on
+        it (LAYOUT_ROUNDS at least) is below every round on the other (a kernel keyed on
+        its pointers' values, or one that suffers from a layout), the figures are that
+        set's rounds alone; else all rounds (a smaller gap is within what timing can tell;
+        with three rounds, one A/A timing in ten put every round of one set below the
+        other's by chance)."""
         pooled = replace(self, layout="")
         halves = [self.rounds_on(which) for which in (0, 1)]
-        if not self.by_set or not all(half.rounds >= 2 for half in halves):
+        if not self.by_set or self.rounds < LAYOUT_ROUNDS:
             return pooled
         worse, better = sorted(halves, key=lambda half: half.speedup)
         low = np.array(worse.baseline_samples) / np.array(worse.candidate_samples)
         high = np.array(better.baseline_samples) / np.array(better.candidate_samples)
-        if worse.speedup * (1 + 3 * NOISE_FLOOR) < better.speedup and low.max() < high.min():
+        if worse.speedup * (1 + LAYOUT_GAP) < better.speedup and low.max() < high.min():
             return replace(worse, layout=names[0 if worse is halves[0] else 1])
         return pooled
 

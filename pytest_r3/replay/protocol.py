@@ -140,13 +140,14 @@ class ReplaySettings:
     derived_inputs: bool = True        # inputs the recordings never hold (replay/derived.py)
     sanity_bound: float = 10.0         # speedups above this are re-verified and flagged
     reserve_inputs: int = 3            # extra perturbed sets kept for that re-verification
-    timing_rounds: int = 15            # at most; fewer once the ratio is steady
-    min_timing_rounds: int = 5
+    # rounds of eight samples (see replay/timing.py; a warm-up round has four)
+    timing_rounds: int = 12            # at most; fewer once the ratio is steady
+    min_timing_rounds: int = 3
     warmup_rounds: int = 2
     race_warmup_rounds: int = 1     # for a racing candidate (the finalists get the full warm-up)
     min_sample_seconds: float = 2e-3   # each timed sample repeats launches up to this long
     timing_recordings: int = 2         # the largest N recordings are timed
-    race_rounds: int = 3               # rounds before a clearly slower candidate may stop
+    race_rounds: int = 2               # rounds before a clearly slower candidate may stop
     # rounds taken again after a sample lost its core, per round planned, before the timing
     # gives up as too busy (8: fewer than one clean round in nine attempts)
     retakes_per_round: float = 8.0

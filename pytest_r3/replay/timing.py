@@ -10,31 +10,27 @@ import time
 import numpy as np
 
 from .counters import Counters
-from .measurement import CaseTiming, Timing
+from .measurement import LAYOUT_ROUNDS, CaseTiming, Timing
 from .sampling import Arguments, Sample, Sampler
-from .statistics import NOISE_FLOOR
+from .statistics import NOISE_FLOOR, median_ratio, ratio_interval
 
-# One round of one case: (variant, set of buffers), set 0 being the baseline's arguments.
-# A B B A cancels a linear drift and a favoured position (1 + 4 = 2 + 3); each variant
-# follows the other once and itself once (the round before ends with the baseline); each
-# runs once on each set. Odd rounds start on the other set, so that each set's own pairs
-# (baseline and candidate on that set, see Timing.by_set) meet every position in turn: a
-# favoured position then never looks like a layout that favours one variant.
-SCHEDULE = (("base", 0), ("cand", 1), ("cand", 0), ("base", 1))
-
-
-def schedule(round_index: int) -> tuple[tuple[str, int], ...]:
-    """Round ``round_index``'s order (warm-up rounds counted): SCHEDULE, its sets swapped
-    in odd rounds."""
-    if round_index % 2 == 0:
-        return SCHEDULE
-    return tuple((side, 1 - which) for side, which in SCHEDULE)
-
-
-def candidate_last_set(round_index: int) -> int:
-    """The set the candidate's last sample of round ``round_index`` ran on (its outputs are
-    there)."""
-    return [which for side, which in schedule(round_index) if side == "cand"][-1]
+# One round of one case: eight samples, (variant, set of buffers), set 0 being the
+# baseline's arguments. The sets alternate from every sample to the next, across rounds too,
+# so no sample runs on the buffers the sample before it used (a 48 MiB input still in cache
+# made a baseline timed against itself 0.84-0.89x when each round started on the set the
+# last one ended on). Each variant runs twice on each set, follows itself once and the other
+# variant three times, and holds positions whose sum and sum of squares match the other's
+# (1 4 6 7 against 2 3 5 8): a linear or quadratic drift, a favoured position and a favoured
+# predecessor all cancel within every round, and within each set's own pairs (by_set).
+# A four-sample round cannot do all of this: with A B B A rounds in which the sets or the
+# sides change every other round, the rounds' ratios alternated and their median came out
+# anywhere from 0.93x to 1.06x for an in-place kernel timed against itself.
+SCHEDULE = (("base", 0), ("cand", 1), ("cand", 0), ("base", 1),
+            ("cand", 0), ("base", 1), ("base", 0), ("cand", 1))
+SAMPLES_PER_SIDE = len(SCHEDULE) // 2
+# A warm-up round, untimed, is the first half: each variant once on each set, where
+# nothing needs to cancel (it faults pages in and warms caches and code before the timing).
+WARM_UP = SCHEDULE[:SAMPLES_PER_SIDE]
 
 
 def _mean(samples: list[Sample]) -> Sample:
@@ -46,10 +42,17 @@ def _mean(samples: list[Sample]) -> Sample:
 
 
 def _settled(base_times: list[float], cand_times: list[float]) -> bool:
-    """Enough rounds: the ratio's interquartile range is already under the noise floor."""
-    ratios = np.array(base_times) / np.array(cand_times)
-    q1, median, q3 = np.percentile(ratios, [25, 50, 75])
-    return (q3 - q1) / 2 < NOISE_FLOOR / 2 * median
+    """Enough rounds: at least LAYOUT_ROUNDS (enough to tell a layout that favours one
+    buffer set, see Timing.on_worse_layout, and for the interval to cover the speedup
+    94% of the time), and the speedup's interval (see statistics) already lies within
+    the noise floor of its estimate, so more rounds would not change what is claimed.
+    (A rule on the rounds' interquartile range stopped as early with an interval twice as
+    wide; one on three rounds made one A/A timing in thirty claim a 3% difference.)"""
+    if len(base_times) < LAYOUT_ROUNDS:
+        return False
+    low, high = ratio_interval(base_times, cand_times)
+    estimate = median_ratio(base_times, cand_times)
+    return high <= estimate * (1 + NOISE_FLOOR) and low * (1 + NOISE_FLOOR) >= estimate
 
 
 def _outrun(base_times: list[float], cand_times: list[float], race_against: float | None,
@@ -100,12 +103,12 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
     A round's time is the sum over cases of ``weight`` times the time of one launch (each
     weight 1 when none are given); ``cases`` holds each case's own per-round times, so a
     weighted total and per-workload speedups come from one measurement.
-    Each round times every case for both variants in the order A B B A, each variant once
-    on each of the two sets of buffers (see :data:`SCHEDULE`), and a variant's time in the
-    round is the mean of its two samples: where arrays land in memory (several percent),
+    Each round times every case for both variants in eight samples, each variant twice on
+    each of the two sets of buffers (see :data:`SCHEDULE`), and a variant's time in the
+    round is the mean of its four samples: where arrays land in memory (several percent),
     which position in a round is favoured and which side follows the other all cancel
     within every round, so the baseline timed against itself is 1.00x round by round. A
-    variant's two samples in a round together last about ``min_sample_seconds`` (``repeats``:
+    variant's four samples in a round together last about ``min_sample_seconds`` (``repeats``:
     launches per sample already known, per case, from an earlier timing), in slices whose
     wall time is checked against the thread's CPU time (see sampling): a sample that lost
     its core is taken again at once (the rest of its round stands), up to
@@ -136,7 +139,7 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
         single = sampler.single(baseline, args)
         if count is None:  # the baseline's time decides; a worker remembers it per case
             count = sampler.launches(single, max(1, min(10_000, math.ceil(
-                settings.min_sample_seconds / 2 / single))))
+                settings.min_sample_seconds / SAMPLES_PER_SIDE / single))))
         repeats.append(count)
         slices.append(sampler.per_slice(single, args))
     weights = [1.0] * len(base_args) if weights is None else [float(w) for w in weights]
@@ -160,7 +163,8 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
         for sets, repeat, per_slice in zip(zip(base_args, cand_args), repeats, slices,
                                            strict=True):
             taken = []
-            for side, which in schedule(round_index):
+            order = SCHEDULE if timed else WARM_UP
+            for side, which in order:
                 sample = sampler.sample(launchers[side], sets[which], repeat, per_slice, timed)
                 while sample.seconds is None and retakes < allowed and not late():
                     retakes += 1  # that sample again, at once: same variant, same buffers
@@ -169,11 +173,11 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
                 taken.append((side, sample))
             ones.append(tuple(_mean([s for side, s in taken if side == wanted])
                               for wanted in ("base", "cand")))
-            seconds = {(side, which): s.seconds for (side, s), (_, which)
-                       in zip(taken, schedule(round_index), strict=True)}
-            ones_by_set.append(tuple(seconds[side, which] for which in (0, 1)
-                                     for side in ("base", "cand")))
-        last_set = candidate_last_set(round_index)  # where the candidate ran last so far
+            ones_by_set.append(tuple(
+                _mean([s for (side, s), (_, on) in zip(taken, SCHEDULE, strict=False)
+                       if (side, on) == (wanted, which)]).seconds
+                for which in (0, 1) for wanted in ("base", "cand")))
+        last_set = [which for side, which in order if side == "cand"][-1]  # its outputs
         if any(s.seconds is None for pair in ones for s in pair):
             # enough clean rounds give a figure (a wider interval); fewer give none
             enough = len(base_times) >= max(1, settings.min_timing_rounds)

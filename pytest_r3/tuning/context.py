@@ -26,7 +26,7 @@ class TuningSettings:
     address_space: int = 8 * 1024**3
     check_threshold: float = 0.1        # a fraction: 0.1 fails a 10% slowdown
     check_fail: tuple = ()              # pytest-benchmark RegressionChecks (median:5%...)
-    check_timing_rounds: int = 21
+    check_timing_rounds: int = 11
     retune: bool = False                # replace lock entries even with a weaker result
     llm: object = None                  # llm.client.LLMSettings, or None: no rewrites
     evolution: object = None            # llm.evolution.EvolutionSettings
