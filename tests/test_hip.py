@@ -282,6 +282,43 @@ def test_the_documented_vocabulary_builds_for_the_gpu_and_runs(tmp_path, unique_
     np.testing.assert_array_equal(out[1:], np.ravel(expected))
 
 
+SHARED_HELPERS = """
+#include <hip/hip_runtime.h>
+extern "C" __global__ void helpers(const int *a, const unsigned int *b, unsigned int *out) {
+  int i = threadIdx.x;
+  out[5 * i] = __hadd(a[i], 7) + __sad(a[i], 3, 1u);
+  out[5 * i + 1] = __funnelshift_l(b[i], 0x80000001u, 4);
+  out[5 * i + 2] = __vmaxu4(b[i], 0x10203040u);
+  out[5 * i + 3] = min(a[i], 100u);  /* int with unsigned: compared as unsigned, as in CUDA */
+  out[5 * i + 4] = __ldcg(&b[i]) + (signbit((float)a[i]) ? 1000u : 0u) + __double2hiint(2.0);
+}
+"""
+
+
+@needs_hip_runs
+def test_the_cuda_builds_integer_helpers_serve_hip_kernels_too(tmp_path, unique_name):
+    """One header holds what both GPU builds share, so HIP has the CUDA build's helpers."""
+    path = write(tmp_path, "helpers.hip", SHARED_HELPERS)
+    assert device_build(path, "helpers").figures  # builds for gfx942
+    kernel = r3.kernel(path, entry="helpers", backend="hip", name=unique_name("helpers"),
+                       launch=lambda a, t: {"grid": (1,), "block": (64,)})
+    a = np.arange(-32, 32, dtype=np.int32) * 37
+    b = np.random.default_rng(3).integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    out = np.zeros(320, np.uint32)
+    kernel(a, b, out)
+    wide, bw = a.astype(np.int64), b.astype(np.int64)
+    bytes_max = np.maximum(b.view(np.uint8).reshape(-1, 4),
+                           np.frombuffer(np.uint32(0x10203040).tobytes(), np.uint8))
+    expected = np.stack([
+        ((wide + 7) >> 1) + np.abs(wide - 3) + 1,
+        ((0x80000001 << 4) | (bw >> 28)) & 0xFFFFFFFF,
+        bytes_max.copy().view(np.uint32).ravel().astype(np.int64),
+        np.where(a < 0, 100, np.minimum(wide, 100)),
+        bw + np.where(a < 0, 1000, 0) + 0x40000000,
+    ], axis=1) & 0xFFFFFFFF
+    np.testing.assert_array_equal(out.reshape(64, 5), expected.astype(np.uint32))
+
+
 def test_r3_hip_emulation_is_checked_and_sets_the_variable(pytester, monkeypatch):
     monkeypatch.delenv("PYTEST_R3_HIP_EMULATION", raising=False)
     pytester.makepyfile(test_setting="""
