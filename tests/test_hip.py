@@ -4,6 +4,7 @@ without an AMD GPU. The kernels of many kinds are in test_hip_suite.py."""
 
 from __future__ import annotations
 
+import platform
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ from pytest_r3 import Pipeline
 from pytest_r3.backends import forget_backend, get_backend
 from pytest_r3.backends.hip import HIPBackend
 from pytest_r3.backends.hip import runtime as hip_runtime
+from pytest_r3.backends.hip.emulation import EmulatedHIPBackend
 from pytest_r3.backends.hip.selection import unavailable_reason
 from pytest_r3.errors import BackendError, CompileError, MissingExtraError, ToolchainError
 from pytest_r3.model.source import KernelSource
@@ -108,6 +110,46 @@ def test_a_device_function_nobody_defines_is_named_at_link(tmp_path):
     with pytest.raises(CompileError, match=r"kernel 'lost': the kernel calls helper, which "
                                            r"pytest-r3's HIP build does not provide"):
         device_build(path, "lost")
+
+
+HIP_MISTAKES = {
+    "hipcub": ("#include <hipcub/hipcub.hpp>\n"
+               'extern "C" __global__ void k(float *x) { x[threadIdx.x] = 1.0f; }\n',
+               "k.hip:1: hipCUB (<hipcub/hipcub.hpp>) is not supported by pytest-r3's HIP "
+               "build; see docs/hip.md (section 'What HIP is supported')"),
+    "half": ('extern "C" __global__ void k(float *x) {\n'
+             "  __half h = __float2half(x[threadIdx.x]);\n  x[threadIdx.x] = 2.0f;\n}\n",
+             "k.hip:2: '__half' (half precision without #include <hip/hip_fp16.h>) is not "
+             "supported by pytest-r3's HIP build"),
+    "host_api": ('extern "C" __global__ void k(float *x) {\n  float *copy;\n'
+                 "  hipMalloc(&copy, 4);\n}\n",
+                 "k.hip:3: 'hipMalloc' (the HIP host API) in device code or with these "
+                 "arguments is not supported by pytest-r3's HIP build"),
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(HIP_MISTAKES))
+@pytest.mark.parametrize("emulated", [False, pytest.param(True, marks=pytest.mark.skipif(
+    platform.machine().lower() not in ("x86_64", "amd64"), reason="emulation is x86-64 only"))],
+    ids=["gfx942", "emulation"])
+def test_what_the_hip_build_lacks_is_said_in_hips_words(tmp_path, mistake, emulated):
+    text, expected = HIP_MISTAKES[mistake]
+    path = write(tmp_path, "k.hip", text)
+    backend = EmulatedHIPBackend() if emulated else HIPBackend("gfx942")
+    with pytest.raises(CompileError) as caught:
+        backend.compile(KernelSource(text, path, Path(path), entry="k"), {})
+    first = str(caught.value).splitlines()[0]
+    assert expected in first
+    assert "cuda" not in first.lower()  # not docs/cuda.md, <cuda_fp16.h> or the CUDA host API
+
+
+@needs_hip_runs
+def test_a_hip_kernel_without_launch_is_refused_in_hips_words(tmp_path, unique_name):
+    kernel = r3.kernel(write(tmp_path, "broadcast.hip", BROADCAST), entry="broadcast",
+                       backend="hip", name=unique_name("no_launch"))
+    with pytest.raises(r3.DeclarationError, match=r"declared without launch=: its signature "
+                                                  r"and code object can be .*docs/hip\.md"):
+        kernel(np.zeros(64, np.int32), np.zeros(64, np.int32))
 
 
 def test_an_unknown_gfx_target_is_refused_with_the_known_ones():
