@@ -23,8 +23,12 @@ import json
 import statistics
 from pathlib import Path
 
+import isolation
+
 from pytest_r3.replay import Candidate, ReplaySettings
 from pytest_r3.replay.manual import replay
+
+isolation.isolate()  # before anything reads the environment (see isolation.py)
 
 MARGIN = 0.03
 
@@ -50,6 +54,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=41)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    isolation.add_option(parser)
     args = parser.parse_args()
     lock = json.loads((args.project / "r3.lock").read_text())
     r3_dir = args.project / args.r3_dir

@@ -36,6 +36,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import isolation
+
+isolation.isolate()  # before anything reads the environment (see isolation.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_MS = 5.0
 
@@ -140,10 +144,9 @@ def run_once(folder: Path, cache: Path, command: str, code: Path, backend: str) 
     times.unlink(missing_ok=True)
     args = ([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"]
             if command == "pytest" else [sys.executable, "app.py"])
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    env.update(PYTEST_R3_CACHE_DIR=str(cache), BENCH_TIMES=str(times),
-               PYTHONPATH=os.pathsep.join([str(code), str(folder)]),
-               **(CUDA_ENV if backend == "cuda" else {}))
+    env = isolation.environment(PYTEST_R3_CACHE_DIR=str(cache), BENCH_TIMES=str(times),
+                                PYTHONPATH=os.pathsep.join([str(code), str(folder)]),
+                                **(CUDA_ENV if backend == "cuda" else {}))
     start = time.perf_counter()
     result = subprocess.run(args, cwd=folder, env=env, capture_output=True, text=True,
                             timeout=1800)
@@ -181,6 +184,7 @@ def main() -> None:
     parser.add_argument("--cuda-kernels", type=int, nargs="*", default=[10, 40],
                         help="CUDA kernels (emulated) per project; none to skip")
     parser.add_argument("--repeats", type=int, default=3)
+    isolation.add_option(parser)
     args = parser.parse_args()
     print(f"compiled-code cache, {args.repeats} cold/warm pairs per figure (medians); "
           "'kernels' is the sum of each kernel's first call")

@@ -29,6 +29,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+import isolation
+
+isolation.isolate()  # before anything reads the environment (see isolation.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ("scaled_add", "matmul", "jacobi2d")
 
@@ -66,12 +70,6 @@ print(json.dumps(figures))
 """
 
 
-def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_R3_")}
-    env.update(extra)
-    return env
-
-
 def non_default_variants(count: int) -> dict[str, list[dict]]:
     sys.path[:0] = [str(ROOT), str(ROOT / "example_project")]
     import exampleproj  # noqa: F401
@@ -96,6 +94,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--variants", type=int, default=4)
     parser.add_argument("--before", type=Path, help="another pytest-r3 checkout to compare")
+    isolation.add_option(parser)
     args = parser.parse_args()
     configurations = {"contained": (ROOT, {}), "containment off": (
         ROOT, {"PYTEST_R3_CONTAINMENT": "off"})}
@@ -106,7 +105,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="r3-bench-containment-") as folder:
         subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                         str(ROOT / "example_project"), "--r3-record", "-o", f"r3_dir={folder}",
-                        "-k", "not cuda"], check=True, cwd=ROOT, env=clean_env(),
+                        "-k", "not cuda"], check=True, cwd=ROOT, env=isolation.environment(),
                        stdout=subprocess.DEVNULL)
         for round_index in range(args.rounds):
             order = list(configurations)
@@ -116,7 +115,7 @@ def main() -> None:
                 code, env = configurations[label]
                 done = subprocess.run(
                     [sys.executable, "-c", CHILD, str(code), folder, json.dumps(variants)],
-                    capture_output=True, text=True, cwd=code, env=clean_env(**env))
+                    capture_output=True, text=True, cwd=code, env=isolation.environment(**env))
                 if done.returncode:
                     sys.exit(f"{label} failed:\n{done.stderr[-3000:]}")
                 for name, figures in json.loads(done.stdout.splitlines()[-1]).items():

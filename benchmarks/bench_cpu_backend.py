@@ -34,7 +34,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import isolation
 import numpy as np
+
+isolation.isolate()  # before anything reads the environment (see isolation.py)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "example_project"))
@@ -276,6 +279,7 @@ def main(argv: list[str] | None = None) -> int:
                              f"{MAX_PAIRS} pairs)")
     parser.add_argument("--json", type=Path, default=None, metavar="PATH",
                         help="also write every measurement to PATH as JSON")
+    isolation.add_option(parser)
     options = parser.parse_args(argv)
     if options.repeat is not None and options.repeat < 1:
         parser.error("--repeat must be at least 1")

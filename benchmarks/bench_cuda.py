@@ -31,7 +31,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import isolation
 import numpy as np
+
+isolation.isolate()  # before anything reads the environment (see isolation.py)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "example_project"))
@@ -254,6 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smaller problems")
     parser.add_argument("--rounds", type=int, default=15, help="timed rounds per comparison")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    isolation.add_option(parser)
     options = parser.parse_args(argv)
     reason = cuda_runtime.unavailable_reason()
     if reason:

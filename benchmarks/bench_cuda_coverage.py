@@ -20,6 +20,10 @@ import json
 import sys
 from pathlib import Path
 
+import isolation
+
+isolation.isolate()  # before anything reads the environment (see isolation.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -65,6 +69,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", default="sm_90")
     parser.add_argument("--json", type=Path, help="also write the rows to this file")
+    isolation.add_option(parser)
     options = parser.parse_args()
     if cuda_tools.find_tool("ptxas") is None:
         print("ptxas (CUDA toolkit) is not installed: no register counts to compare")

@@ -25,6 +25,10 @@ import sys
 import time
 from pathlib import Path
 
+import isolation
+
+isolation.isolate()  # before anything reads the environment (see isolation.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 os.environ["PYTEST_R3_CUDA_EMULATION"] = "1"
 sys.path[:0] = [str(ROOT), str(ROOT / "example_project")]
@@ -53,6 +57,7 @@ def build_seconds(kernel, **tunables) -> tuple[object, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=15)
+    isolation.add_option(parser)
     options = parser.parse_args()
     rng = np.random.default_rng(0)
     rows = []

@@ -32,11 +32,14 @@ import sys
 import tempfile
 from pathlib import Path
 
+import isolation
 import numpy as np
+
+isolation.isolate()  # before anything reads the environment (see isolation.py)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-os.environ.setdefault("PYTEST_R3_CUDA_EMULATION", "0")  # on the GPU or not at all
+os.environ["PYTEST_R3_CUDA_EMULATION"] = "0"  # on the GPU or not at all
 
 from bench_cuda_thirdparty import library_folder, suite  # noqa: E402
 
@@ -115,6 +118,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--launches", type=int, default=20, help="timed launches per round")
     parser.add_argument("--json", type=Path, help="also write the rows to this file")
+    isolation.add_option(parser)
     options = parser.parse_args()
     reason = cuda_runtime.unavailable_reason()
     if reason is not None:

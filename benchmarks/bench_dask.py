@@ -35,6 +35,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import isolation
+
+isolation.isolate()  # before anything reads the environment (see isolation.py)
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "example_project"
 KERNELS = ("scaled_add", "matmul", "jacobi2d")
@@ -138,6 +142,7 @@ def main() -> None:
     parser.add_argument("--noop-tasks", type=int, default=2000)
     parser.add_argument("--kernels", default=",".join(KERNELS))
     parser.add_argument("--seed", type=int, default=0)
+    isolation.add_option(parser)
     args = parser.parse_args()
 
     sys.path.insert(0, str(EXAMPLE))

@@ -42,6 +42,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+import isolation
+
+isolation.isolate()  # before anything reads the environment (see isolation.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -111,9 +115,8 @@ print(json.dumps(figures))
 
 
 def environment(checkout: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "R3_"))}
-    env["PYTHONPATH"] = os.pathsep.join([str(checkout), str(checkout / "example_project")])
-    return env
+    return isolation.environment(
+        PYTHONPATH=os.pathsep.join([str(checkout), str(checkout / "example_project")]))
 
 
 def record(r3_dir: Path, oracles_only: bool) -> None:
@@ -168,6 +171,7 @@ def main() -> None:
                         help="no production-sized workloads (the benchmark tests): candidates "
                              "are timed on the oracle tests' inputs, so a busy machine makes "
                              "fewer timings too_busy")
+    isolation.add_option(parser)
     args = parser.parse_args()
     before = args.before.resolve()
     if not (before / "pytest_r3").is_dir():

@@ -21,6 +21,10 @@ import sys
 import time
 from pathlib import Path
 
+import isolation
+
+isolation.isolate()  # before anything reads the environment (see isolation.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -50,6 +54,7 @@ def build_row(backend: HIPBackend, file: str, entry: str) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
+    isolation.add_option(parser)
     args = parser.parse_args(argv)
     kernels = json.loads((SUITE / "kernels.json").read_text())
     rows = []

@@ -35,6 +35,10 @@ import tempfile
 import threading
 from pathlib import Path
 
+import isolation
+
+isolation.isolate()  # before anything reads the environment (see isolation.py)
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -147,6 +151,7 @@ def main() -> None:
     parser.add_argument("--inner-budget", type=int, default=6)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--latency", type=float, default=1.0)
+    isolation.add_option(parser)
     args = parser.parse_args()
 
     rows = {}

@@ -27,6 +27,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+import isolation
+
+isolation.isolate()  # before anything reads the environment (see isolation.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 
 CHILD = r"""
@@ -70,11 +74,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--before", type=Path, help="another pytest-r3 checkout to compare")
+    isolation.add_option(parser)
     args = parser.parse_args()
     configurations = {"this checkout": ROOT}
     if args.before:
         configurations["before"] = args.before.resolve()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_R3_")}
+    env = isolation.environment()
     figures: dict[tuple[str, str], dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory(prefix="r3-bench-locked-") as folder:
         for round_index in range(args.rounds):

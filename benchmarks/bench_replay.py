@@ -41,6 +41,10 @@ import textwrap
 import time
 from pathlib import Path
 
+import isolation
+
+isolation.isolate()  # before anything reads the environment (see isolation.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "example_project"
 sys.path.insert(0, str(EXAMPLE))
@@ -94,17 +98,11 @@ FORCE_PLUGIN = textwrap.dedent('''\
 ''')
 
 
-def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    env.update(extra)
-    return env
-
-
 def record(r3_dir: Path, oracles_only: bool) -> None:
     command = [sys.executable, "-m", "pytest", str(EXAMPLE), "--r3-record", "-o",
                f"r3_dir={r3_dir}", "-q", "-p", "no:cacheprovider",
                *(["-k", "not benchmark"] if oracles_only else [])]
-    result = subprocess.run(command, capture_output=True, text=True, env=clean_env())
+    result = subprocess.run(command, capture_output=True, text=True, env=isolation.environment())
     if result.returncode != 0:
         sys.exit(f"recording failed:\n{result.stdout}\n{result.stderr}")
 
@@ -188,7 +186,7 @@ def rerun_tests(name: str, variants: list[dict], workdir: Path,
     for macros in variants:
         report = workdir / "report.json"
         report.unlink(missing_ok=True)
-        env = clean_env(PYTHONPATH=os.pathsep.join([str(workdir), str(EXAMPLE)]),
+        env = isolation.environment(PYTHONPATH=os.pathsep.join([str(workdir), str(EXAMPLE)]),
                         R3_BENCH_FORCE=json.dumps({"kernel": name, "macros": macros}),
                         R3_BENCH_REPORT=str(report))
         command = [sys.executable, "-m", "pytest", *tests, "-q", "-p",
@@ -215,6 +213,7 @@ def main() -> None:
     parser.add_argument("--oracles-only", action="store_true",
                         help="record without the benchmark tests: no workloads, timing on "
                              "the oracle tests' inputs")
+    isolation.add_option(parser)
     args = parser.parse_args()
     began = time.perf_counter()
     print(f"python {platform.python_version()} on {platform.machine()}, "

@@ -24,6 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import isolation
+
+isolation.isolate()  # before anything reads the environment (see isolation.py)
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
@@ -64,6 +68,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batches", type=int, default=200)
     parser.add_argument("--calls", type=int, default=2000)
+    isolation.add_option(parser)
     options = parser.parse_args()
 
     folder = tempfile.mkdtemp(prefix="r3-bench-specialize-")

@@ -47,6 +47,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import isolation
+
+isolation.isolate()  # before anything reads the environment (see isolation.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "example_project"
 VARIANTS = Path(__file__).resolve().parent / "variants"
@@ -110,8 +114,8 @@ def _launch(build, recording) -> float:
 def record(r3_dir: Path) -> None:
     command = [sys.executable, "-m", "pytest", str(EXAMPLE), "--r3-record", "-o",
                f"r3_dir={r3_dir}", "-q", "-p", "no:cacheprovider", "-k", "not cuda"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    result = subprocess.run(command, capture_output=True, text=True, env=env)
+    result = subprocess.run(command, capture_output=True, text=True,
+                            env=isolation.environment())
     if result.returncode != 0:
         sys.exit(f"recording failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
 
@@ -166,6 +170,7 @@ def main() -> None:
     parser.add_argument("--ab", type=int, default=None, help="A/B runs per variant (10)")
     parser.add_argument("--levels", default="0,1,2,4", help="busy processes per level")
     parser.add_argument("--kernels", default=",".join(REFERENCES))
+    isolation.add_option(parser)
     args = parser.parse_args()
     aa_runs = args.aa if args.aa is not None else (10 if args.quick else 30)
     ab_runs = args.ab if args.ab is not None else (5 if args.quick else 10)

@@ -44,14 +44,16 @@ import tempfile
 import time
 from pathlib import Path
 
+import isolation
+
+isolation.isolate()  # before anything reads the environment (see isolation.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ("scaled_add", "matmul", "jacobi2d")
 
 
 def clean_env(checkout: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "R3_"))}
-    env["PYTHONPATH"] = str(checkout)
-    return env
+    return isolation.environment(PYTHONPATH=str(checkout))
 
 
 def tune(checkout: Path, workdir: Path, args: argparse.Namespace, extra: list[str]) -> dict:
@@ -141,6 +143,7 @@ def main() -> None:
     parser.add_argument("--with-workloads-only", action="store_true",
                         help="leave out the 'now, no workloads' run (when --before times "
                              "workloads too)")
+    isolation.add_option(parser)
     args = parser.parse_args()
     befores = [path.resolve() for path in args.before]
     for before in befores:

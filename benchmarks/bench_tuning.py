@@ -21,6 +21,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import isolation
+
+isolation.isolate()  # before anything reads the environment (see isolation.py)
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "example_project"
 KERNELS = ("scaled_add", "matmul", "jacobi2d")
@@ -65,6 +69,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--kernels", default=",".join(KERNELS))
     parser.add_argument("--json", type=Path)
+    isolation.add_option(parser)
     args = parser.parse_args()
 
     sys.path.insert(0, str(EXAMPLE))

@@ -28,6 +28,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import isolation
+
+isolation.isolate()  # before anything reads the environment (see isolation.py)
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_replay import KERNELS, QUICK, non_default_variants, record  # noqa: E402
@@ -86,6 +90,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variants", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=3)
+    isolation.add_option(parser)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="r3-bench-verification-") as folder:
         r3_dir = Path(folder) / ".r3"

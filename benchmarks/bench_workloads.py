@@ -26,6 +26,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import isolation
+
+isolation.isolate()  # before anything reads the environment (see isolation.py)
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "example_project"
 KERNELS = ("scaled_add", "matmul", "jacobi2d")
@@ -87,6 +91,7 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=12, help="evaluations per kernel")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--kernels", default=",".join(KERNELS))
+    isolation.add_option(parser)
     args = parser.parse_args()
     kernels = [k for k in args.kernels.split(",") if k]
     with tempfile.TemporaryDirectory(prefix="r3-bench-workloads-") as folder:

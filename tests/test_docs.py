@@ -100,3 +100,41 @@ def test_the_getting_started_listing_is_what_r3_list_prints(pytester):
     named = re.findall(r"^(\w+) \[\w+\]", sample, re.M) + re.findall(
         r"(\w+)\s+\[\w+\]", sample.split("(then", 1)[1])
     assert named == re.findall(r"^(\w+) \[\w+\]  ", result.stdout, re.M)
+
+
+PAGES = sorted(DOCS.glob("*.md")) + [DOCS.parent / "README.md"]
+REPOSITORY_PATH = re.compile(r"\b(?:pytest_r3|benchmarks|scripts|example_project|docs)/"
+                             r"[A-Za-z0-9_./-]*[A-Za-z0-9_]")
+
+
+def _anchors(text: str) -> set[str]:
+    """The anchors of a Markdown page's headings, as GitHub makes them."""
+    return {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+            for heading in re.findall(r"^#+ (.+)$", text, re.M)}
+
+
+def test_every_flag_variable_file_and_link_the_docs_name_exists(pytester):
+    """What a reader copies from the docs (a flag, an environment variable, a file of this
+    repository, a link to another page's section) is there: renamed or removed names are
+    caught here rather than by the reader."""
+    flags = set(help_flags(pytester))
+    package = DOCS.parent / "pytest_r3"
+    read = set(re.findall(r"PYTEST_R3_[A-Z0-9_]+", "\n".join(
+        path.read_text() for path in package.rglob("*.py"))))
+    wrong = []
+    for page in PAGES:
+        text = page.read_text()
+        where = page.relative_to(DOCS.parent)
+        wrong += [f"{where}: flag {flag}" for flag in set(re.findall(r"--r3-[a-z0-9-]+", text))
+                  if flag not in flags]
+        wrong += [f"{where}: variable {name}" for name in
+                  set(re.findall(r"PYTEST_R3_[A-Z0-9_]+", text)) if name not in read]
+        wrong += [f"{where}: file {path}" for path in set(REPOSITORY_PATH.findall(text))
+                  if not (DOCS.parent / path).exists()]
+        for target, anchor in re.findall(r"\]\(([^)#\s:]*)(?:#([^)\s]+))?\)", text):
+            linked = page.parent / target if target else page
+            if not linked.exists():
+                wrong.append(f"{where}: link to {target}")
+            elif anchor and linked.suffix == ".md" and anchor not in _anchors(linked.read_text()):
+                wrong.append(f"{where}: link to {target}#{anchor}")
+    assert not wrong, "\n".join(sorted(wrong))

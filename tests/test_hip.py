@@ -4,6 +4,7 @@ without an AMD GPU. The kernels of many kinds are in test_hip_suite.py."""
 
 from __future__ import annotations
 
+import platform
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ from pytest_r3 import Pipeline
 from pytest_r3.backends import forget_backend, get_backend
 from pytest_r3.backends.hip import HIPBackend
 from pytest_r3.backends.hip import runtime as hip_runtime
+from pytest_r3.backends.hip.emulation import EmulatedHIPBackend
 from pytest_r3.backends.hip.selection import unavailable_reason
 from pytest_r3.errors import BackendError, CompileError, MissingExtraError, ToolchainError
 from pytest_r3.model.source import KernelSource
@@ -108,6 +110,46 @@ def test_a_device_function_nobody_defines_is_named_at_link(tmp_path):
     with pytest.raises(CompileError, match=r"kernel 'lost': the kernel calls helper, which "
                                            r"pytest-r3's HIP build does not provide"):
         device_build(path, "lost")
+
+
+HIP_MISTAKES = {
+    "hipcub": ("#include <hipcub/hipcub.hpp>\n"
+               'extern "C" __global__ void k(float *x) { x[threadIdx.x] = 1.0f; }\n',
+               "k.hip:1: hipCUB (<hipcub/hipcub.hpp>) is not supported by pytest-r3's HIP "
+               "build; see docs/hip.md (section 'What HIP is supported')"),
+    "half": ('extern "C" __global__ void k(float *x) {\n'
+             "  __half h = __float2half(x[threadIdx.x]);\n  x[threadIdx.x] = 2.0f;\n}\n",
+             "k.hip:2: '__half' (half precision without #include <hip/hip_fp16.h>) is not "
+             "supported by pytest-r3's HIP build"),
+    "host_api": ('extern "C" __global__ void k(float *x) {\n  float *copy;\n'
+                 "  hipMalloc(&copy, 4);\n}\n",
+                 "k.hip:3: 'hipMalloc' (the HIP host API) in device code or with these "
+                 "arguments is not supported by pytest-r3's HIP build"),
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(HIP_MISTAKES))
+@pytest.mark.parametrize("emulated", [False, pytest.param(True, marks=pytest.mark.skipif(
+    platform.machine().lower() not in ("x86_64", "amd64"), reason="emulation is x86-64 only"))],
+    ids=["gfx942", "emulation"])
+def test_what_the_hip_build_lacks_is_said_in_hips_words(tmp_path, mistake, emulated):
+    text, expected = HIP_MISTAKES[mistake]
+    path = write(tmp_path, "k.hip", text)
+    backend = EmulatedHIPBackend() if emulated else HIPBackend("gfx942")
+    with pytest.raises(CompileError) as caught:
+        backend.compile(KernelSource(text, path, Path(path), entry="k"), {})
+    first = str(caught.value).splitlines()[0]
+    assert expected in first
+    assert "cuda" not in first.lower()  # not docs/cuda.md, <cuda_fp16.h> or the CUDA host API
+
+
+@needs_hip_runs
+def test_a_hip_kernel_without_launch_is_refused_in_hips_words(tmp_path, unique_name):
+    kernel = r3.kernel(write(tmp_path, "broadcast.hip", BROADCAST), entry="broadcast",
+                       backend="hip", name=unique_name("no_launch"))
+    with pytest.raises(r3.DeclarationError, match=r"declared without launch=: its signature "
+                                                  r"and code object can be .*docs/hip\.md"):
+        kernel(np.zeros(64, np.int32), np.zeros(64, np.int32))
 
 
 def test_an_unknown_gfx_target_is_refused_with_the_known_ones():
@@ -280,6 +322,43 @@ def test_the_documented_vocabulary_builds_for_the_gpu_and_runs(tmp_path, unique_
     # (a block of 96 threads), + lane 0's x + min(x, 3) + 2 + 8
     expected = [[64 + x + 13] * 64 + [32 + x + 13] * 32 for x in (70, 72)]
     np.testing.assert_array_equal(out[1:], np.ravel(expected))
+
+
+SHARED_HELPERS = """
+#include <hip/hip_runtime.h>
+extern "C" __global__ void helpers(const int *a, const unsigned int *b, unsigned int *out) {
+  int i = threadIdx.x;
+  out[5 * i] = __hadd(a[i], 7) + __sad(a[i], 3, 1u);
+  out[5 * i + 1] = __funnelshift_l(b[i], 0x80000001u, 4);
+  out[5 * i + 2] = __vmaxu4(b[i], 0x10203040u);
+  out[5 * i + 3] = min(a[i], 100u);  /* int with unsigned: compared as unsigned, as in CUDA */
+  out[5 * i + 4] = __ldcg(&b[i]) + (signbit((float)a[i]) ? 1000u : 0u) + __double2hiint(2.0);
+}
+"""
+
+
+@needs_hip_runs
+def test_the_cuda_builds_integer_helpers_serve_hip_kernels_too(tmp_path, unique_name):
+    """One header holds what both GPU builds share, so HIP has the CUDA build's helpers."""
+    path = write(tmp_path, "helpers.hip", SHARED_HELPERS)
+    assert device_build(path, "helpers").figures  # builds for gfx942
+    kernel = r3.kernel(path, entry="helpers", backend="hip", name=unique_name("helpers"),
+                       launch=lambda a, t: {"grid": (1,), "block": (64,)})
+    a = np.arange(-32, 32, dtype=np.int32) * 37
+    b = np.random.default_rng(3).integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    out = np.zeros(320, np.uint32)
+    kernel(a, b, out)
+    wide, bw = a.astype(np.int64), b.astype(np.int64)
+    bytes_max = np.maximum(b.view(np.uint8).reshape(-1, 4),
+                           np.frombuffer(np.uint32(0x10203040).tobytes(), np.uint8))
+    expected = np.stack([
+        ((wide + 7) >> 1) + np.abs(wide - 3) + 1,
+        ((0x80000001 << 4) | (bw >> 28)) & 0xFFFFFFFF,
+        bytes_max.copy().view(np.uint32).ravel().astype(np.int64),
+        np.where(a < 0, 100, np.minimum(wide, 100)),
+        bw + np.where(a < 0, 1000, 0) + 0x40000000,
+    ], axis=1) & 0xFFFFFFFF
+    np.testing.assert_array_equal(out.reshape(64, 5), expected.astype(np.uint32))
 
 
 def test_r3_hip_emulation_is_checked_and_sets_the_variable(pytester, monkeypatch):

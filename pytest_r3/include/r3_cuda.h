@@ -9,7 +9,9 @@
  * NVVM builtin that gives the instruction nvcc emits (rsqrtf -> rsqrt.approx, __ldg ->
  * ld.global.nc, __expf -> ex2.approx), never to inline assembly, which tuning candidates may
  * not contain. pytest-r3 includes it in front of every CUDA kernel (-include); the headers
- * kernels include themselves (cuda_fp16.h, <cstdio>...) are in cuda_device/.
+ * kernels include themselves (cuda_fp16.h, <cstdio>...) are in cuda_device/. What is the
+ * same C++ in the HIP build (qualifiers, threadIdx's shape, min/max, bits, the exact math)
+ * is in r3_device.h and r3_common.h, which this header includes.
  *
  * Under nvcc, or clang with CUDA's own headers, this file is empty: the same source then
  * builds against the real CUDA runtime headers (the vendor baseline does that).
@@ -29,57 +31,18 @@
 /* as under nvcc, so that `#ifdef __CUDACC__` sections of shared headers are compiled */
 #define __CUDACC__ 1
 
-#define __global__ __attribute__((global))
-#define __device__ __attribute__((device))
-#define __host__ __attribute__((host))
-#define __shared__ __attribute__((shared))
-#define __constant__ __attribute__((constant))
-#define __managed__ __attribute__((device, managed))
-#define __forceinline__ __inline__ __attribute__((always_inline))
-#define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
-#define __restrict__ __restrict
-#define __align__(n) __attribute__((aligned(n)))
 #define __grid_constant__ __attribute__((grid_constant))
-
-#include "cuda_device/vector_types.h"
-
-#define __R3_DEVICE static __device__ __forceinline__
-
-/* threadIdx.x and friends: properties whose getters read the PTX special registers; each
- * converts to uint3 and dim3 (`dim3 t = threadIdx;`) */
-#define __R3_SREG(type, name, reg)                                                         \
-  struct type {                                                                            \
-    __declspec(property(get = __get_x)) unsigned int x;                                    \
-    __declspec(property(get = __get_y)) unsigned int y;                                    \
-    __declspec(property(get = __get_z)) unsigned int z;                                    \
-    static __device__ __forceinline__ unsigned int __get_x() {                             \
-      return __nvvm_read_ptx_sreg_##reg##_x(); }                                           \
-    static __device__ __forceinline__ unsigned int __get_y() {                             \
-      return __nvvm_read_ptx_sreg_##reg##_y(); }                                           \
-    static __device__ __forceinline__ unsigned int __get_z() {                             \
-      return __nvvm_read_ptx_sreg_##reg##_z(); }                                           \
-    __device__ __forceinline__ operator uint3() const {                                    \
-      return uint3{__get_x(), __get_y(), __get_z()}; }                                     \
-    __device__ __forceinline__ operator dim3() const {                                     \
-      return dim3(__get_x(), __get_y(), __get_z()); }                                      \
-  };
-__R3_SREG(__r3_threadIdx_t, threadIdx, tid)
-__R3_SREG(__r3_blockIdx_t, blockIdx, ctaid)
-__R3_SREG(__r3_blockDim_t, blockDim, ntid)
-__R3_SREG(__r3_gridDim_t, gridDim, nctaid)
-#undef __R3_SREG
-/* values, not variables: nothing external for the kernel to link against */
-#define threadIdx (__r3_threadIdx_t{})
-#define blockIdx (__r3_blockIdx_t{})
-#define blockDim (__r3_blockDim_t{})
-#define gridDim (__r3_gridDim_t{})
+/* threadIdx and friends read the PTX special registers */
+#define __R3_THREAD_IDX(c) __nvvm_read_ptx_sreg_tid_##c()
+#define __R3_BLOCK_IDX(c) __nvvm_read_ptx_sreg_ctaid_##c()
+#define __R3_BLOCK_DIM(c) __nvvm_read_ptx_sreg_ntid_##c()
+#define __R3_GRID_DIM(c) __nvvm_read_ptx_sreg_nctaid_##c()
+/* qualifiers, vector types (cuda_device/vector_types.h), threadIdx and friends, size_t,
+ * integer helpers, min/max and the exact math: shared with the HIP build */
+#include "r3_device.h"
 #define warpSize 32
-
 typedef __SIZE_TYPE__ __r3_size_t;
-/* size_t and ptrdiff_t come with no include, as under nvcc */
-typedef __SIZE_TYPE__ size_t;
-typedef __PTRDIFF_TYPE__ ptrdiff_t;
 
 /* synchronisation (__syncthreads itself is a clang builtin in CUDA mode) */
 __R3_DEVICE int __syncthreads_count(int p) { return __nvvm_bar0_popc(p); }
@@ -276,7 +239,6 @@ __R3_SCOPED(_system, _sys)
 
 /* loads through the read-only data cache (ld.global.nc), as nvcc's __ldg, with or without
  * __restrict__; other types fall back to a plain load */
-template <typename T> __R3_DEVICE T __ldg(const T *p) { return *p; }
 #define __R3_LDG(type, builtin)                                                            \
   __R3_DEVICE type __ldg(const type *p) { return builtin(p); }
 __R3_LDG(char, __nvvm_ldg_c) __R3_LDG(signed char, __nvvm_ldg_sc)
@@ -313,17 +275,6 @@ __R3_LDG_VECS(float, float, __nvvm_ldg_f, 8, 16)
 __R3_LDG_VECS(double, double, __nvvm_ldg_d, 16, 16)
 #undef __R3_LDG_VECS
 #undef __R3_LDG_VEC
-/* cache-hinted loads and stores: the hint is dropped, the access is a plain one */
-template <typename T> __R3_DEVICE T __ldcg(const T *p) { return *p; }
-template <typename T> __R3_DEVICE T __ldca(const T *p) { return *p; }
-template <typename T> __R3_DEVICE T __ldcs(const T *p) { return *p; }
-template <typename T> __R3_DEVICE T __ldlu(const T *p) { return *p; }
-template <typename T> __R3_DEVICE T __ldcv(const T *p) { return *p; }
-template <typename T> __R3_DEVICE void __stcg(T *p, T v) { *p = v; }
-template <typename T> __R3_DEVICE void __stcs(T *p, T v) { *p = v; }
-template <typename T> __R3_DEVICE void __stwb(T *p, T v) { *p = v; }
-template <typename T> __R3_DEVICE void __stwt(T *p, T v) { *p = v; }
-
 /* memory and strings: device-side copies through LLVM's own intrinsics */
 __R3_DEVICE void *memcpy(void *to, const void *from, __r3_size_t n) {
   return __builtin_memcpy(to, from, n); }
@@ -369,38 +320,10 @@ __R3_DEVICE unsigned int __isShared(const void *p) { return __nvvm_isspacep_shar
 __R3_DEVICE unsigned int __isConstant(const void *p) { return __nvvm_isspacep_const(p); }
 __R3_DEVICE unsigned int __isLocal(const void *p) { return __nvvm_isspacep_local(p); }
 
-/* reinterpreting bits */
-__R3_DEVICE int __float_as_int(float x) { return __builtin_bit_cast(int, x); }
-__R3_DEVICE unsigned int __float_as_uint(float x) { return __builtin_bit_cast(unsigned int, x); }
-__R3_DEVICE float __int_as_float(int x) { return __builtin_bit_cast(float, x); }
-__R3_DEVICE float __uint_as_float(unsigned int x) { return __builtin_bit_cast(float, x); }
-__R3_DEVICE long long __double_as_longlong(double x) {
-  return __builtin_bit_cast(long long, x); }
-__R3_DEVICE double __longlong_as_double(long long x) { return __builtin_bit_cast(double, x); }
-__R3_DEVICE int __double2hiint(double x) {
-  return (int)(__builtin_bit_cast(long long, x) >> 32); }
-__R3_DEVICE int __double2loint(double x) { return (int)__builtin_bit_cast(long long, x); }
-__R3_DEVICE double __hiloint2double(int hi, int lo) {
-  return __builtin_bit_cast(double, ((long long)hi << 32) | (unsigned int)lo); }
-
-/* integer and bit intrinsics */
-__R3_DEVICE unsigned int __brev(unsigned int x) { return __builtin_bitreverse32(x); }
-__R3_DEVICE unsigned long long __brevll(unsigned long long x) {
-  return __builtin_bitreverse64(x); }
-__R3_DEVICE int __popc(unsigned int x) { return __builtin_popcount(x); }
-__R3_DEVICE int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
-__R3_DEVICE int __clz(int x) { return __builtin_clzg((unsigned int)x, 32); }
-__R3_DEVICE int __clzll(long long x) { return __builtin_clzg((unsigned long long)x, 64); }
-__R3_DEVICE int __ffs(int x) { return __builtin_ffs(x); }
-__R3_DEVICE int __ffsll(long long x) { return __builtin_ffsll(x); }
+/* integer and bit intrinsics with an NVPTX instruction of their own (prmt, mul24, mul.hi);
+ * the others are plain C++, in r3_common.h */
 __R3_DEVICE unsigned int __byte_perm(unsigned int x, unsigned int y, unsigned int s) {
   return (unsigned int)__nvvm_prmt((int)x, (int)y, (int)s); }
-__R3_DEVICE unsigned int __funnelshift_l(unsigned int lo, unsigned int hi,
-                                         unsigned int shift) {
-  return (unsigned int)((((unsigned long long)hi << 32 | lo) << (shift & 31)) >> 32); }
-__R3_DEVICE unsigned int __funnelshift_r(unsigned int lo, unsigned int hi,
-                                         unsigned int shift) {
-  return (unsigned int)(((unsigned long long)hi << 32 | lo) >> (shift & 31)); }
 __R3_DEVICE int __mul24(int a, int b) { return __nvvm_mul24_i(a, b); }
 __R3_DEVICE unsigned int __umul24(unsigned int a, unsigned int b) {
   return __nvvm_mul24_ui(a, b); }
@@ -410,30 +333,12 @@ __R3_DEVICE unsigned int __umulhi(unsigned int a, unsigned int b) {
 __R3_DEVICE long long __mul64hi(long long a, long long b) { return __nvvm_mulhi_ll(a, b); }
 __R3_DEVICE unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
   return __nvvm_mulhi_ull(a, b); }
-__R3_DEVICE int __hadd(int a, int b) { return (int)(((long long)a + b) >> 1); }
-__R3_DEVICE int __rhadd(int a, int b) { return (int)(((long long)a + b + 1) >> 1); }
-__R3_DEVICE unsigned int __uhadd(unsigned int a, unsigned int b) {
-  return (unsigned int)(((unsigned long long)a + b) >> 1); }
-__R3_DEVICE unsigned int __urhadd(unsigned int a, unsigned int b) {
-  return (unsigned int)(((unsigned long long)a + b + 1) >> 1); }
-__R3_DEVICE unsigned int __sad(int a, int b, unsigned int c) {
-  return c + (a > b ? (unsigned int)a - (unsigned int)b : (unsigned int)b - (unsigned int)a); }
-__R3_DEVICE unsigned int __usad(unsigned int a, unsigned int b, unsigned int c) {
-  return c + (a > b ? a - b : b - a); }
 
-/* min, max, abs: CUDA's overloads, mixed signed/unsigned pairs giving the unsigned type */
-#define __R3_FN __R3_DEVICE
-#include "r3_cuda_integer.h" /* integer min/max, shared with emulation */
-#undef __R3_FN
-__R3_DEVICE float min(float a, float b) { return __builtin_fminf(a, b); }
-__R3_DEVICE float max(float a, float b) { return __builtin_fmaxf(a, b); }
-__R3_DEVICE double min(double a, double b) { return __builtin_fmin(a, b); }
-__R3_DEVICE double max(double a, double b) { return __builtin_fmax(a, b); }
+/* min, max, abs: CUDA's overloads beyond r3_device.h's (a float with a double, longs) */
 __R3_DEVICE double min(float a, double b) { return __builtin_fmin(a, b); }
 __R3_DEVICE double max(float a, double b) { return __builtin_fmax(a, b); }
 __R3_DEVICE double min(double a, float b) { return __builtin_fmin(a, b); }
 __R3_DEVICE double max(double a, float b) { return __builtin_fmax(a, b); }
-__R3_DEVICE int abs(int x) { return x < 0 ? -x : x; }
 __R3_DEVICE long labs(long x) { return x < 0 ? -x : x; }
 __R3_DEVICE long long llabs(long long x) { return x < 0 ? -x : x; }
 __R3_DEVICE long long abs(long long x) { return x < 0 ? -x : x; }
@@ -504,45 +409,17 @@ __R3_DEVICE float __fdividef(float a, float b) { return __nvvm_div_approx_f(a, b
 __R3_DEVICE float fdividef(float a, float b) { return __nvvm_div_approx_f(a, b); }
 __R3_DEVICE float __saturatef(float x) { return __nvvm_saturate_f(x); }
 
-/* math, exact everywhere */
-#define __R3_EXACT(name, builtin)                                                          \
-  __R3_DEVICE float name##f(float x) { return builtin##f(x); }                             \
-  __R3_DEVICE float name(float x) { return builtin##f(x); }                                \
-  __R3_DEVICE double name(double x) { return builtin(x); }
-__R3_EXACT(fabs, __builtin_fabs)
-__R3_EXACT(floor, __builtin_floor)
-__R3_EXACT(ceil, __builtin_ceil)
-__R3_EXACT(trunc, __builtin_trunc)
-__R3_EXACT(round, __builtin_round)
-__R3_EXACT(rint, __builtin_rint)
-__R3_EXACT(nearbyint, __builtin_nearbyint)
-#undef __R3_EXACT
+/* math: fabs, floor... fmin, fmax, copysign, fma, ldexp and isnan... are in r3_device.h */
 __R3_DEVICE float sqrtf(float x) { return __nvvm_sqrt_rn_f(x); }
 __R3_DEVICE double sqrt(double x) { return __nvvm_sqrt_rn_d(x); }
 /* rsqrtf is the hardware's approximation, as in CUDA (rsqrt.approx.f32) */
 __R3_DEVICE float rsqrtf(float x) { return __nvvm_rsqrt_approx_f(x); }
-__R3_DEVICE float fmaf(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
-__R3_DEVICE double fma(double a, double b, double c) { return __builtin_fma(a, b, c); }
-__R3_DEVICE float fminf(float a, float b) { return __builtin_fminf(a, b); }
-__R3_DEVICE float fmaxf(float a, float b) { return __builtin_fmaxf(a, b); }
-__R3_DEVICE double fmin(double a, double b) { return __builtin_fmin(a, b); }
-__R3_DEVICE double fmax(double a, double b) { return __builtin_fmax(a, b); }
 __R3_DEVICE float fdimf(float a, float b) { return a <= b ? 0.0f : a - b; }  /* NaN stays */
 __R3_DEVICE double fdim(double a, double b) { return a <= b ? 0.0 : a - b; }
-__R3_DEVICE float copysignf(float a, float b) { return __builtin_copysignf(a, b); }
-__R3_DEVICE double copysign(double a, double b) { return __builtin_copysign(a, b); }
 __R3_DEVICE long lrintf(float x) { return (long)__builtin_rintf(x); }
 __R3_DEVICE long long llrintf(float x) { return (long long)__builtin_rintf(x); }
 __R3_DEVICE long lroundf(float x) { return (long)__builtin_roundf(x); }
 __R3_DEVICE long long llroundf(float x) { return (long long)__builtin_roundf(x); }
-#define __R3_CLASSIFY(name, builtin)                                                       \
-  __R3_DEVICE bool name(float x) { return builtin(x); }                                    \
-  __R3_DEVICE bool name(double x) { return builtin(x); }
-__R3_CLASSIFY(isnan, __builtin_isnan)
-__R3_CLASSIFY(isinf, __builtin_isinf)
-__R3_CLASSIFY(isfinite, __builtin_isfinite)
-__R3_CLASSIFY(signbit, __builtin_signbit)
-#undef __R3_CLASSIFY
 __R3_DEVICE int __isnanf(float x) { return __builtin_isnan(x); }
 __R3_DEVICE int __isinff(float x) { return __builtin_isinf(x); }
 __R3_DEVICE int __finitef(float x) { return __builtin_isfinite(x); }
@@ -551,18 +428,11 @@ __R3_DEVICE int __isinf(double x) { return __builtin_isinf(x); }
 __R3_DEVICE int __finite(double x) { return __builtin_isfinite(x); }
 __R3_DEVICE float nanf(const char *) { return __builtin_nanf(""); }
 __R3_DEVICE double nan(const char *) { return __builtin_nan(""); }
-__R3_DEVICE float ldexpf(float x, int e) { return __builtin_ldexpf(x, e); }
-__R3_DEVICE double ldexp(double x, int e) { return __builtin_ldexp(x, e); }
 __R3_DEVICE float scalbnf(float x, int e) { return __builtin_ldexpf(x, e); }
 __R3_DEVICE double scalbn(double x, int e) { return __builtin_ldexp(x, e); }
-/* CUDA's C++ overloads of float arguments (nvcc's headers have them without an include):
- * fma(float, float, float) is fmaf, not the double fma with its arguments promoted */
+/* CUDA's C++ overloads of float arguments (nvcc's headers have them without an include) */
 __R3_DEVICE float sqrt(float x) { return sqrtf(x); }
-__R3_DEVICE float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
-__R3_DEVICE float fmin(float a, float b) { return __builtin_fminf(a, b); }
-__R3_DEVICE float fmax(float a, float b) { return __builtin_fmaxf(a, b); }
 __R3_DEVICE float fdim(float a, float b) { return fdimf(a, b); }
-__R3_DEVICE float copysign(float a, float b) { return __builtin_copysignf(a, b); }
 __R3_DEVICE float ldexp(float x, int e) { return __builtin_ldexpf(x, e); }
 __R3_DEVICE float scalbn(float x, int e) { return __builtin_ldexpf(x, e); }
 

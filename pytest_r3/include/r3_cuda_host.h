@@ -206,19 +206,6 @@ __R3_HOST unsigned int atomicDec(unsigned int *a, unsigned int limit) {
   *a = (old == 0 || old > limit) ? limit : old - 1;
   return old; }
 
-/* loads through the read-only cache */
-template <typename T> __R3_HOST T __ldg(const T *p) { return *p; }
-/* cache-hinted loads and stores: plain accesses on the host */
-template <typename T> __R3_HOST T __ldcg(const T *p) { return *p; }
-template <typename T> __R3_HOST T __ldca(const T *p) { return *p; }
-template <typename T> __R3_HOST T __ldcs(const T *p) { return *p; }
-template <typename T> __R3_HOST T __ldlu(const T *p) { return *p; }
-template <typename T> __R3_HOST T __ldcv(const T *p) { return *p; }
-template <typename T> __R3_HOST void __stcg(T *p, T v) { *p = v; }
-template <typename T> __R3_HOST void __stcs(T *p, T v) { *p = v; }
-template <typename T> __R3_HOST void __stwb(T *p, T v) { *p = v; }
-template <typename T> __R3_HOST void __stwt(T *p, T v) { *p = v; }
-
 /* math: the host's libm, plus the float overloads and intrinsics CUDA provides */
 #define __R3_FLOAT_1(name)                                                                 \
   __R3_HOST float name(float x) { return name##f(x); }
@@ -262,60 +249,17 @@ __R3_HOST float __saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f
 __R3_HOST int __float2int_rn(float x) { return (int)rintf(x); }
 __R3_HOST int __float2int_rz(float x) { return (int)x; }
 __R3_HOST float __int2float_rn(int x) { return (float)x; }
-__R3_HOST int __float_as_int(float x) { return __builtin_bit_cast(int, x); }
-__R3_HOST unsigned int __float_as_uint(float x) { return __builtin_bit_cast(unsigned int, x); }
-__R3_HOST float __int_as_float(int x) { return __builtin_bit_cast(float, x); }
-__R3_HOST float __uint_as_float(unsigned int x) { return __builtin_bit_cast(float, x); }
-__R3_HOST long long __double_as_longlong(double x) { return __builtin_bit_cast(long long, x); }
-__R3_HOST double __longlong_as_double(long long x) { return __builtin_bit_cast(double, x); }
-/* min, max: CUDA's overloads, mixed signed/unsigned pairs giving the unsigned type */
+/* min, max (CUDA's overloads), bits, halving adds, funnel shifts, 24-bit products,
+ * reinterpretations, __ldg and the cache-hinted loads and stores: as on the GPU */
 #define __R3_FN __R3_HOST
-#include "r3_cuda_integer.h" /* integer min/max, shared with the device build */
+#include "r3_common.h"
 #undef __R3_FN
-__R3_HOST float min(float a, float b) { return fminf(a, b); }
-__R3_HOST float max(float a, float b) { return fmaxf(a, b); }
-__R3_HOST double min(double a, double b) { return fmin(a, b); }
-__R3_HOST double max(double a, double b) { return fmax(a, b); }
-__R3_HOST int __popc(unsigned int x) { return __builtin_popcount(x); }
-__R3_HOST int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
-__R3_HOST int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned int)x); }
-__R3_HOST int __clzll(long long x) {
-  return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
-__R3_HOST int __ffs(int x) { return __builtin_ffs(x); }
-__R3_HOST int __ffsll(long long x) { return __builtin_ffsll(x); }
-__R3_HOST unsigned int __brev(unsigned int x) { return __builtin_bitreverse32(x); }
-__R3_HOST int __mul24(int a, int b) {
-  return (int)((long long)((a << 8) >> 8) * (long long)((b << 8) >> 8)); }
-__R3_HOST unsigned int __umul24(unsigned int a, unsigned int b) {
-  return (a & 0xffffffu) * (b & 0xffffffu); }
-__R3_HOST int __hadd(int a, int b) { return (int)(((long long)a + b) >> 1); }
-__R3_HOST int __rhadd(int a, int b) { return (int)(((long long)a + b + 1) >> 1); }
-__R3_HOST unsigned int __uhadd(unsigned int a, unsigned int b) {
-  return (unsigned int)(((unsigned long long)a + b) >> 1); }
-__R3_HOST unsigned int __urhadd(unsigned int a, unsigned int b) {
-  return (unsigned int)(((unsigned long long)a + b + 1) >> 1); }
-/* |a - b| in unsigned arithmetic: a - b in int overflows (undefined) for far-apart ints */
-__R3_HOST unsigned int __sad(int a, int b, unsigned int c) {
-  return c + (a > b ? (unsigned int)a - (unsigned int)b : (unsigned int)b - (unsigned int)a); }
-__R3_HOST unsigned int __usad(unsigned int a, unsigned int b, unsigned int c) {
-  return c + (a > b ? a - b : b - a); }
 __R3_HOST unsigned int __byte_perm(unsigned int x, unsigned int y, unsigned int s) {
   unsigned long long bytes = ((unsigned long long)y << 32) | x;
   unsigned int out = 0;
   for (int i = 0; i < 4; ++i)
     out |= (unsigned int)((bytes >> (8 * ((s >> (4 * i)) & 7))) & 0xff) << (8 * i);
   return out; }
-__R3_HOST unsigned int __funnelshift_l(unsigned int lo, unsigned int hi, unsigned int s) {
-  return (unsigned int)(((((unsigned long long)hi << 32) | lo) << (s & 31)) >> 32); }
-__R3_HOST unsigned int __funnelshift_r(unsigned int lo, unsigned int hi, unsigned int s) {
-  return (unsigned int)((((unsigned long long)hi << 32) | lo) >> (s & 31)); }
-__R3_HOST unsigned int __funnelshift_lc(unsigned int lo, unsigned int hi, unsigned int s) {
-  return (unsigned int)(((((unsigned long long)hi << 32) | lo) << (s > 32 ? 32 : s)) >> 32); }
-__R3_HOST unsigned int __funnelshift_rc(unsigned int lo, unsigned int hi, unsigned int s) {
-  return (unsigned int)((((unsigned long long)hi << 32) | lo) >> (s > 32 ? 32 : s)); }
-__R3_HOST int __mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
-__R3_HOST unsigned int __umulhi(unsigned int a, unsigned int b) {
-  return (unsigned int)(((unsigned long long)a * b) >> 32); }
 
 /* device printf writes to the host's stdout, at most 1 MiB per launch (as a GPU's buffer) */
 #define printf(...) __r3_cuda_printf(__VA_ARGS__)

@@ -7,7 +7,9 @@
  * hipThreadIdx_x spellings), __syncthreads, wavefront functions over 64 lanes, atomics, the
  * bit and conversion intrinsics and the float math that the AMDGPU back end lowers itself.
  * pytest-r3 includes it in front of every HIP kernel (-include); <hip/hip_runtime.h> and
- * the other headers kernels include are in hip_device/.
+ * the other headers kernels include are in hip/. What is the same C++ in the CUDA build
+ * (qualifiers, threadIdx's shape, min/max, bits, the exact math) is in r3_device.h and
+ * r3_common.h, which this header includes.
  *
  * Math: without ROCm's device libraries (ocml), what the AMDGPU back end lowers itself is
  * available: sqrt, fma, fabs, fmin/fmax, floor/ceil/trunc/round/rint, copysign, ldexp in
@@ -23,60 +25,19 @@
 #define __HIP_PLATFORM_AMD__ 1
 #define __HIP_PLATFORM_HCC__ 1
 
-#define __global__ __attribute__((global))
-#define __device__ __attribute__((device))
-#define __host__ __attribute__((host))
-#define __shared__ __attribute__((shared))
-#define __constant__ __attribute__((constant))
-#define __managed__ __attribute__((device, managed))
-#define __forceinline__ __inline__ __attribute__((always_inline))
-#define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...) __attribute__((amdgpu_flat_work_group_size(1, __R3_FIRST(__VA_ARGS__))))
 #define __R3_FIRST(first, ...) first
-#define __restrict__ __restrict
-#define __align__(n) __attribute__((aligned(n)))
 #define HIP_DYNAMIC_SHARED(type, name) extern __shared__ type name[];
-
-#define R3_CUDA_CLANG 1 /* the CUDA build's vector types serve as they are */
-#include "cuda_device/vector_types.h"
-#undef R3_CUDA_CLANG
-
-#define __R3_DEVICE static __device__ __forceinline__
-
-/* threadIdx.x and friends: properties whose getters call the AMDGCN builtins */
-#define __R3_DIM(type, x_expr, y_expr, z_expr)                                             \
-  struct type {                                                                            \
-    __declspec(property(get = __get_x)) unsigned int x;                                    \
-    __declspec(property(get = __get_y)) unsigned int y;                                    \
-    __declspec(property(get = __get_z)) unsigned int z;                                    \
-    static __device__ __forceinline__ unsigned int __get_x() { return x_expr; }            \
-    static __device__ __forceinline__ unsigned int __get_y() { return y_expr; }            \
-    static __device__ __forceinline__ unsigned int __get_z() { return z_expr; }            \
-    __device__ __forceinline__ operator uint3() const {                                    \
-      return uint3{__get_x(), __get_y(), __get_z()}; }                                     \
-    __device__ __forceinline__ operator dim3() const {                                     \
-      return dim3(__get_x(), __get_y(), __get_z()); }                                      \
-  };
-__R3_DIM(__r3_threadIdx_t, __builtin_amdgcn_workitem_id_x(), __builtin_amdgcn_workitem_id_y(),
-         __builtin_amdgcn_workitem_id_z())
-__R3_DIM(__r3_blockIdx_t, __builtin_amdgcn_workgroup_id_x(), __builtin_amdgcn_workgroup_id_y(),
-         __builtin_amdgcn_workgroup_id_z())
-__R3_DIM(__r3_blockDim_t, __builtin_amdgcn_workgroup_size_x(),
-         __builtin_amdgcn_workgroup_size_y(), __builtin_amdgcn_workgroup_size_z())
-__R3_DIM(__r3_gridDim_t,
-         __builtin_amdgcn_grid_size_x() / __builtin_amdgcn_workgroup_size_x(),
-         __builtin_amdgcn_grid_size_y() / __builtin_amdgcn_workgroup_size_y(),
-         __builtin_amdgcn_grid_size_z() / __builtin_amdgcn_workgroup_size_z())
-#undef __R3_DIM
-#define threadIdx (__r3_threadIdx_t{})
-#define blockIdx (__r3_blockIdx_t{})
-#define blockDim (__r3_blockDim_t{})
-#define gridDim (__r3_gridDim_t{})
+/* threadIdx and friends call the AMDGCN builtins */
+#define __R3_THREAD_IDX(c) __builtin_amdgcn_workitem_id_##c()
+#define __R3_BLOCK_IDX(c) __builtin_amdgcn_workgroup_id_##c()
+#define __R3_BLOCK_DIM(c) __builtin_amdgcn_workgroup_size_##c()
+#define __R3_GRID_DIM(c) (__builtin_amdgcn_grid_size_##c() / __builtin_amdgcn_workgroup_size_##c())
+/* qualifiers, the CUDA build's vector types, threadIdx and friends, size_t, integer
+ * helpers, min/max and the exact math: shared with the CUDA build */
+#include "r3_device.h"
 #define warpSize 64
 #include "r3_hip_names.h"
-
-typedef __SIZE_TYPE__ size_t;
-typedef __PTRDIFF_TYPE__ ptrdiff_t;
 
 /* synchronisation, as HIP's: fences around the hardware barrier */
 __R3_DEVICE void __syncthreads() {
@@ -170,71 +131,13 @@ __R3_DEVICE unsigned int atomicInc(unsigned int *a, unsigned int limit) {
 __R3_DEVICE unsigned int atomicDec(unsigned int *a, unsigned int limit) {
   return __builtin_amdgcn_atomic_dec32(a, limit, __ATOMIC_RELAXED, "agent"); }
 #undef __R3_V
-template <typename T> __R3_DEVICE T __ldg(const T *p) { return *p; }
 
-/* bits and integers */
-__R3_DEVICE int __popc(unsigned int x) { return __builtin_popcount(x); }
-__R3_DEVICE int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
-__R3_DEVICE int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned int)x); }
-__R3_DEVICE int __clzll(long long x) {
-  return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
-__R3_DEVICE int __ffs(int x) { return __builtin_ffs(x); }
-__R3_DEVICE int __ffsll(long long x) { return __builtin_ffsll(x); }
-__R3_DEVICE unsigned int __brev(unsigned int x) { return __builtin_bitreverse32(x); }
-__R3_DEVICE unsigned long long __brevll(unsigned long long x) {
-  return __builtin_bitreverse64(x); }
-__R3_DEVICE int __mul24(int a, int b) {
-  return (int)((long long)((a << 8) >> 8) * (long long)((b << 8) >> 8)); }
-__R3_DEVICE unsigned int __umul24(unsigned int a, unsigned int b) {
-  return (a & 0xffffffu) * (b & 0xffffffu); }
-__R3_DEVICE int __mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
-__R3_DEVICE unsigned int __umulhi(unsigned int a, unsigned int b) {
-  return (unsigned int)(((unsigned long long)a * b) >> 32); }
-__R3_DEVICE int __float_as_int(float x) { return __builtin_bit_cast(int, x); }
-__R3_DEVICE unsigned int __float_as_uint(float x) { return __builtin_bit_cast(unsigned int, x); }
-__R3_DEVICE float __int_as_float(int x) { return __builtin_bit_cast(float, x); }
-__R3_DEVICE float __uint_as_float(unsigned int x) { return __builtin_bit_cast(float, x); }
-__R3_DEVICE long long __double_as_longlong(double x) { return __builtin_bit_cast(long long, x); }
-__R3_DEVICE double __longlong_as_double(long long x) { return __builtin_bit_cast(double, x); }
-#define __R3_MINMAX(type)                                                                  \
-  __R3_DEVICE type min(type a, type b) { return a < b ? a : b; }                            \
-  __R3_DEVICE type max(type a, type b) { return a > b ? a : b; }
-__R3_MINMAX(int) __R3_MINMAX(unsigned int) __R3_MINMAX(long) __R3_MINMAX(unsigned long)
-__R3_MINMAX(long long) __R3_MINMAX(unsigned long long)
-#undef __R3_MINMAX
-__R3_DEVICE float min(float a, float b) { return __builtin_fminf(a, b); }
-__R3_DEVICE float max(float a, float b) { return __builtin_fmaxf(a, b); }
-__R3_DEVICE double min(double a, double b) { return __builtin_fmin(a, b); }
-__R3_DEVICE double max(double a, double b) { return __builtin_fmax(a, b); }
-__R3_DEVICE int abs(int x) { return x < 0 ? -x : x; }
-
-/* math the AMDGPU back end lowers itself, float and double */
-#define __R3_EXACT(name)                                                                   \
-  __R3_DEVICE float name##f(float x) { return __builtin_##name##f(x); }                    \
-  __R3_DEVICE double name(double x) { return __builtin_##name(x); }                        \
-  __R3_DEVICE float name(float x) { return __builtin_##name##f(x); }
-__R3_EXACT(fabs) __R3_EXACT(floor) __R3_EXACT(ceil) __R3_EXACT(trunc) __R3_EXACT(round)
-__R3_EXACT(rint) __R3_EXACT(nearbyint) __R3_EXACT(sqrt)
-#undef __R3_EXACT
-#define __R3_EXACT2(name)                                                                  \
-  __R3_DEVICE float name##f(float a, float b) { return __builtin_##name##f(a, b); }        \
-  __R3_DEVICE double name(double a, double b) { return __builtin_##name(a, b); }           \
-  __R3_DEVICE float name(float a, float b) { return __builtin_##name##f(a, b); }
-__R3_EXACT2(fmin) __R3_EXACT2(fmax) __R3_EXACT2(copysign)
-#undef __R3_EXACT2
-__R3_DEVICE float fmaf(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
-__R3_DEVICE double fma(double a, double b, double c) { return __builtin_fma(a, b, c); }
-__R3_DEVICE float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
-__R3_DEVICE float ldexpf(float x, int e) { return __builtin_ldexpf(x, e); }
-__R3_DEVICE double ldexp(double x, int e) { return __builtin_ldexp(x, e); }
+/* bits, integers, min/max, abs and the exact math are in r3_device.h and r3_common.h */
+__R3_DEVICE float sqrtf(float x) { return __builtin_sqrtf(x); }
+__R3_DEVICE float sqrt(float x) { return __builtin_sqrtf(x); }
+__R3_DEVICE double sqrt(double x) { return __builtin_sqrt(x); }
 __R3_DEVICE float rsqrtf(float x) { return __builtin_amdgcn_rsqf(x); }
 __R3_DEVICE double rsqrt(double x) { return 1.0 / __builtin_sqrt(x); }
-__R3_DEVICE bool isnan(float x) { return __builtin_isnan(x); }
-__R3_DEVICE bool isnan(double x) { return __builtin_isnan(x); }
-__R3_DEVICE bool isinf(float x) { return __builtin_isinf(x); }
-__R3_DEVICE bool isinf(double x) { return __builtin_isinf(x); }
-__R3_DEVICE bool isfinite(float x) { return __builtin_isfinite(x); }
-__R3_DEVICE bool isfinite(double x) { return __builtin_isfinite(x); }
 /* float transcendentals: llvm.exp/log/sin/cos.f32, lowered by the back end */
 #define __R3_LOWERED(name)                                                                 \
   __R3_DEVICE float name##f(float x) { return __builtin_##name##f(x); }                    \
@@ -276,7 +179,7 @@ __R3_NO_DOUBLE(tanh)
 __R3_DEVICE float __fdividef(float a, float b) { return a / b; }
 __R3_DEVICE float __saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x); }
 
-/* what cuda_fp16.h (shared with the CUDA build, see hip_device/hip/hip_fp16.h) asks of
+/* what cuda_fp16.h (shared with the CUDA build, see hip/hip_fp16.h) asks of
  * the GPU, with the AMDGCN approximations */
 __R3_DEVICE float __nvvm_sqrt_approx_f(float x) { return __builtin_sqrtf(x); }
 __R3_DEVICE float __nvvm_rsqrt_approx_f(float x) { return __builtin_amdgcn_rsqf(x); }

@@ -81,6 +81,7 @@ class PTXBuild:
 class CUDABackend(Backend):
     name = "cuda"
     language = "cuda"
+    vocabulary = support.CUDA  # the words of its one-line errors (HIP has its own)
     launch_limits = LaunchLimits()
     address_space_cap = False  # the CUDA driver reserves more address space than any cap
     cpu_clock = "none"  # the device times a launch; the host thread waits for it
@@ -179,7 +180,7 @@ class CUDABackend(Backend):
                 extra_flags=(*debug, *source.flags), debug_info=debug_info,
                 untrusted=source.untrusted, preprocess_only=preprocess_only)
         except CompileError as exc:
-            raise support.explain(exc, _shown_name(source)) from None
+            raise support.explain(exc, _shown_name(source), self.vocabulary) from None
 
     def parse(self, ir: str, where: str):
         _initialize_nvptx()

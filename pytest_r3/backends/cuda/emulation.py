@@ -124,7 +124,7 @@ class EmulatedCUDABackend(CUDABackend):
                 debug_info=debug_info, untrusted=source.untrusted)
         except CompileError as exc:  # what the bundled headers lack: one line, as on a GPU
             shown = display_name(source.filename) if source.untrusted else source.filename
-            raise support.explain(exc, shown) from None
+            raise support.explain(exc, shown, self.vocabulary) from None
         return ir + runtime_trailer(self.warp_size)
 
     def inspect(self, source: KernelSource, entry: str, macros: Mapping[str, object],
@@ -170,9 +170,11 @@ class EmulatedCUDABackend(CUDABackend):
              kernel_name: str, launch: LaunchConfig | None = None,
              tunables: Mapping[str, object] | None = None) -> Launcher:
         if launch is None:
+            words = self.vocabulary
             raise DeclarationError(f"kernel {kernel_name!r} was declared without launch=: its "
-                                   "signature and PTX can be read, but a launch needs its grid "
-                                   "and block; add launch= to r3.kernel (see docs/cuda.md)")
+                                   f"signature and {words.device_code} can be read, but a "
+                                   "launch needs its grid and block; add launch= to r3.kernel "
+                                   f"(see {words.page})")
         where = f"kernel {kernel_name!r}"
         racecheck = racecheck_requested()
         # racecheck reads the __shared__ arrays' addresses from the JIT: never from the cache

@@ -125,6 +125,7 @@ class EmulatedLauncher(Launcher):
         self.launch_config = launch
         self.tunables = dict(tunables)
         self.limits = backend.launch_limits
+        self.language = backend.vocabulary.vendor  # "CUDA" or "HIP", for its messages
         self.kernel_name = kernel_name
         self.fibers = fibers
         self._optimised_ir = optimised_ir  # made when asked for, if loaded from the cache
@@ -141,8 +142,8 @@ class EmulatedLauncher(Launcher):
                        if not p.is_pointer and p.dtype not in _CTYPES]
         if unsupported:
             raise DeclarationError(f"kernel {kernel_name!r}: scalar parameter(s) "
-                                   f"{', '.join(unsupported)} cannot be passed to a CUDA "
-                                   "kernel here; pass them through an array")
+                                   f"{', '.join(unsupported)} cannot be passed to a "
+                                   f"{self.language} kernel here; pass them through an array")
         self._converters = converters(kernel_name, signature, arrays_by_object=True)
         self._lock = threading.Lock()  # the runtime's state is the module's: one launch at once
         self._staging: dict[int, np.ndarray] = {}
@@ -170,8 +171,8 @@ class EmulatedLauncher(Launcher):
                     hasattr(value, "__cuda_array_interface__") or hasattr(value, "gpudata")):
                 raise LaunchError(
                     f"kernel {self.kernel_name!r} argument {index + 1} ({param.describe()}): "
-                    "CUDA runs in emulation on this machine, which takes numpy arrays, not "
-                    "device arrays")
+                    f"{self.language} runs in emulation on this machine, which takes numpy "
+                    "arrays, not device arrays")
             converted = convert(value)
             pointers[index] = copies.array(index, converted, param.written) \
                 if param.is_pointer else copies.scalar(converted, param.dtype)

@@ -12,11 +12,37 @@ Any other compile error keeps clang's first error line, without the long clang c
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from ...errors import CompileError
 from .toolchain import INSTANCE_FILE
 
 DOCS = "docs/cuda.md (section 'What CUDA C is supported')"
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """The words of a GPU language's one-line errors: the HIP backend extends the CUDA one,
+    and its users read about hipcc's build, HIP's host API and docs/hip.md, not CUDA's."""
+
+    build: str  # "pytest-r3's CUDA build"
+    page: str  # "docs/cuda.md": the language's page
+    docs: str  # where on it the supported subset is written down
+    host_api: str  # "the CUDA host API"
+    host_names: str  # a regular expression for the names of that API
+    half_header: str  # the include that declares __half
+    intrinsic: str  # "the CUDA intrinsic"
+    vendor_headers: str  # a regular expression for the language's own headers
+    vendor: str  # "CUDA": "the CUDA header <...>"
+    device_code: str  # what the device build makes: "PTX"
+    libraries: tuple[tuple[str, str], ...] = ()  # the language's own library headers
+
+
+CUDA = Vocabulary(
+    build="pytest-r3's CUDA build", page="docs/cuda.md", docs=DOCS, host_api="the CUDA host API",
+    host_names=r"cuda[A-Z]\w*|CUDA_\w+|cu[A-Z]\w*", half_header="<cuda_fp16.h>",
+    intrinsic="the CUDA intrinsic", vendor="CUDA", device_code="PTX",
+    vendor_headers=r"(?:cuda|cu|sm_|device_|nv|crt/)[\w/.]*|\w+_functions\.h")
 
 # headers of CUDA libraries and features the device headers do not provide
 _LIBRARY_HEADERS = [
@@ -47,15 +73,13 @@ _LIBRARY_NAMES = [
     (r"__nv_bfloat16\w*|nv_bfloat16\w*|__float2bfloat16\w*|__bfloat162\w*",
      "bfloat16 without #include <cuda_bf16.h>"),
     (r"__half\w*|half2?|__float2half\w*|__half2float",
-     "half precision without #include <cuda_fp16.h>"),
+     "half precision without #include {half_header}"),
     (r"__nv_fp8\w*", "fp8 types"),
     (r"(?:tex|surf)(?:1D|2D|3D|Cubemap)\w*|tex1Dfetch|cudaTextureObject_t"
      r"|cudaSurfaceObject_t|texture|surface",
      "textures and surfaces"),
     (r"__pipeline_\w+|memcpy_async|__cvta_\w+", "asynchronous copies (memcpy_async, pipelines)"),
     (r"curand\w*", "the cuRAND device API"),
-    (r"cuda[A-Z]\w*|CUDA_\w+|cu[A-Z]\w*", "the CUDA host API, which pytest-r3 declares for "
-     "the host code beside kernels; not this name"),
     (r"malloc|free|new|delete", "dynamic allocation in device code"),
 ]
 _CXX_HEADER = re.compile(r"[a-z_]+")  # <vector>, <algorithm>, <type_traits>...
@@ -82,7 +106,7 @@ _NO_STD_MEMBER = re.compile(
     r"in namespace 'std'", re.MULTILINE)
 _NO_OVERLOAD = re.compile(
     r"^(?P<where>[^\n]*?:\d+):\d+: error: no matching function for call to "
-    r"'(?P<name>(?:atomic|__|cuda[A-Z])\w+)'", re.MULTILINE)
+    r"'(?P<name>(?:atomic|__|cuda[A-Z]|hip[A-Z])\w+)'", re.MULTILINE)
 # host code reached from device code: the standard library's host side, the runtime API
 _HOST_IN_DEVICE = re.compile(
     r"^(?P<where>[^\n]*?:\d+):\d+: error: (?:reference to __host__ (?:variable|function) "
@@ -90,10 +114,12 @@ _HOST_IN_DEVICE = re.compile(
     r"template 'std::(?P<template>\w+))", re.MULTILINE)
 
 
-def explain(error: CompileError, filename: str) -> CompileError:
-    """``error`` (clang's, on a CUDA kernel) as a one-line "not supported" error when the
-    kernel uses something pytest-r3's device headers do not provide; otherwise clang's
-    first error line and its diagnostics, without the command line."""
+def explain(error: CompileError, filename: str,
+            vocabulary: Vocabulary = CUDA) -> CompileError:
+    """``error`` (clang's, on a CUDA or HIP kernel) as a one-line "not supported" error
+    when the kernel uses something pytest-r3's device headers do not provide, in the words
+    of ``vocabulary``; otherwise clang's first error line and its diagnostics, without the
+    command line."""
     if error.kind != "compile_error":  # a rewrite's forbidden include says it already
         return error
     diagnostics = error.diagnostics or str(error)
@@ -103,7 +129,7 @@ def explain(error: CompileError, filename: str) -> CompileError:
         message = (f"{filename}: entry {instance[2]!r} is not a template instance of a kernel "
                    f"in the file ({instance[1]}); check entry= and the template's arguments")
         return CompileError(message, f"{message}\n{diagnostics}", error.command, error.kind)
-    line = unsupported(diagnostics)
+    line = unsupported(diagnostics, vocabulary)
     if line is None:
         first = next((text for text in diagnostics.splitlines() if "error" in text),
                      diagnostics.splitlines()[0] if diagnostics else "clang failed")
@@ -135,22 +161,22 @@ def grid_groups(text: str, filename: str) -> CompileError | None:
     return CompileError(message, message)
 
 
-def unsupported(diagnostics: str) -> str | None:
+def unsupported(diagnostics: str, vocabulary: Vocabulary = CUDA) -> str | None:
     """The one-line explanation of the first use of something not provided, or None."""
     host_side = host_side_library(diagnostics)
     if host_side is not None:
         return host_side
     candidates = []
     for match in _NOT_FOUND.finditer(diagnostics):
-        what = _header_feature(match["header"])
+        what = _header_feature(match["header"], vocabulary)
         if what:
             candidates.append((match.start(), match["where"], what))
     for match in _UNDECLARED.finditer(diagnostics):
-        what = _name_feature(match["name"])
+        what = _name_feature(match["name"], vocabulary)
         if what:
             candidates.append((match.start(), match["where"], what))
     for match in _NO_GROUPS_MEMBER.finditer(diagnostics):
-        what = _name_feature(match["name"]) or "this part of cooperative groups"
+        what = _name_feature(match["name"], vocabulary) or "this part of cooperative groups"
         if not what.startswith("'"):
             what = f"'{match['name']}' ({what})"
         candidates.append((match.start(), match["where"], what))
@@ -159,21 +185,21 @@ def unsupported(diagnostics: str) -> str | None:
                            f"std::{match['name']} (device code gets the C library parts of "
                            "<cmath>, <cstdint>, <cstdio>... only)"))
     for match in _NO_OVERLOAD.finditer(diagnostics):
-        host = match["name"].startswith("cuda")
+        host = re.fullmatch(vocabulary.host_names, match["name"])
         candidates.append((match.start(), match["where"],
-                           f"'{match['name']}' (the CUDA host API) in device code or with "
+                           f"'{match['name']}' ({vocabulary.host_api}) in device code or with "
                            "these arguments" if host
                            else f"{match['name']} with these argument types"))
     for match in _HOST_IN_DEVICE.finditer(diagnostics):
         name = match["name"] or f"std::{match['template'].removeprefix('basic_')}"
         candidates.append((match.start(), match["where"],
                            f"'{name}' (host code: the C++ standard library's host side or "
-                           "the CUDA host API) in device code"))
+                           f"{vocabulary.host_api}) in device code"))
     if not candidates:
         return None
     _, where, what = min(candidates)
-    return (f"{where}: {what} is not supported by pytest-r3's CUDA build; see {DOCS} for "
-            "what is")
+    return (f"{where}: {what} is not supported by {vocabulary.build}; see {vocabulary.docs} "
+            "for what is")
 
 
 def host_side_library(diagnostics: str) -> str | None:
@@ -207,22 +233,27 @@ def host_side_library(diagnostics: str) -> str | None:
             f"another file; see {TOOLKIT_DOCS}")
 
 
-def _header_feature(header: str) -> str | None:
-    for pattern, what in _LIBRARY_HEADERS:
+def _header_feature(header: str, vocabulary: Vocabulary) -> str | None:
+    for pattern, what in (*vocabulary.libraries, *_LIBRARY_HEADERS):
         if re.fullmatch(pattern, header):
             return f"{what} (<{header}>)"
-    if re.fullmatch(r"(?:cuda|cu|sm_|device_|nv|crt/)[\w/.]*|\w+_functions\.h", header):
+    if re.fullmatch(vocabulary.vendor_headers, header):
+        return f"the {vocabulary.vendor} header <{header}>"
+    if re.fullmatch(CUDA.vendor_headers, header):
         return f"the CUDA header <{header}>"
     if _CXX_HEADER.fullmatch(header):
         return f"the C++ standard library header <{header}>"
     return None  # the kernel's own header: clang's message says it best
 
 
-def _name_feature(name: str) -> str | None:
+def _name_feature(name: str, vocabulary: Vocabulary) -> str | None:
     head = name.split("::", 1)[0]
     for pattern, what in _LIBRARY_NAMES:
         if re.fullmatch(pattern, head):
-            return f"'{name}' ({what})"
-    if head.startswith("__"):  # reserved names: a CUDA intrinsic the headers lack
-        return f"the CUDA intrinsic '{name}'"
+            return f"'{name}' ({what.format(half_header=vocabulary.half_header)})"
+    if re.fullmatch(vocabulary.host_names, head):
+        return (f"'{name}' ({vocabulary.host_api}, which pytest-r3 declares for the host code "
+                "beside kernels; not this name)")
+    if head.startswith("__"):  # reserved names: an intrinsic the headers lack
+        return f"{vocabulary.intrinsic} '{name}'"
     return None

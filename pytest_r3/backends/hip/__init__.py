@@ -1,12 +1,13 @@
 """The HIP backend: HIP kernels built for AMD GPUs, or run on the CPU in emulation.
 
 It extends the CUDA backend rather than copying it. Modules by concern, each importing
-only those listed before it: ``toolchain`` (targets, linking code objects with the ziglang
-wheel's ld.lld, registers/LDS/occupancy from a code object's metadata), ``runtime``
-(hip-python: loading and launching code objects on an AMD GPU, through the CUDA runtime's
-shared launcher), ``device`` (the device build: .hip -> AMDGCN IR -> code object),
-``emulation`` (CUDA emulation with 64-lane wavefronts) and ``selection`` (which of the two
-a process uses). This module registers the backend.
+only those listed before it: ``support`` (the CUDA explainer's one-line errors in HIP's
+words: the HIP host API, ROCm's libraries, docs/hip.md), ``toolchain`` (targets, linking
+code objects with the ziglang wheel's ld.lld, registers/LDS/occupancy from a code
+object's metadata), ``runtime`` (hip-python: loading and launching code objects on an AMD
+GPU, through the CUDA runtime's shared launcher), ``device`` (the device build: .hip ->
+AMDGCN IR -> code object), ``emulation`` (CUDA emulation with 64-lane wavefronts) and
+``selection`` (which of the two a process uses). This module registers the backend.
 """
 
 from __future__ import annotations

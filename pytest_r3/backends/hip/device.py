@@ -28,6 +28,7 @@ from ..base import Launcher
 from ..cuda import toolchain as cuda_toolchain
 from ..cuda.device import CUDABackend
 from . import toolchain
+from .support import HIP
 
 _KERNEL_DEFINE = re.compile(r'^define [^\n]*\bamdgpu_kernel\b[^\n]*?@"?([\w.$]+)"?\(',
                             re.MULTILINE)
@@ -51,6 +52,7 @@ class HIPBackend(CUDABackend):
 
     name = "hip"
     language = "hip"
+    vocabulary = HIP
     kernel_define = _KERNEL_DEFINE
 
     def __init__(self, arch: str | None = None) -> None:

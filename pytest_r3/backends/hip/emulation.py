@@ -18,6 +18,7 @@ from ...model.pipeline import Pipeline
 from .. import clang
 from ..cuda.emulation import EmulatedCUDABackend
 from .device import HIPBackend
+from .support import HIP
 from .toolchain import INCLUDE, WAVEFRONT
 
 EMULATION_ENV = "PYTEST_R3_HIP_EMULATION"
@@ -28,6 +29,7 @@ class EmulatedHIPBackend(EmulatedCUDABackend):
 
     name = "hip"
     language = "hip"
+    vocabulary = HIP
     warp_size = WAVEFRONT
     host_includes = (INCLUDE / "r3_hip_host.h", INCLUDE / "hip" / "hip_runtime.h")
 
