@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 
 from ..backends.candidate_text import check_token_pasting
-from ..backends.clang import without_linker_keep
+from ..backends.clang import host_target, without_linker_keep
 from ..errors import CompileError, R3Error
 from ..model.signature import Signature
 from ..model.source import KernelSource
@@ -66,6 +66,7 @@ class CandidateCompiler:
                                    defines=tuple(tuple(d) for d in spec.defines),
                                    entry=spec.entry)
         self.baseline_ir = self._clang(self.source, {})
+        self._original_generic: str | None = None  # its build for a plain CPU ("": differs)
         with _llvm_lock:
             module = self._reachable(self.baseline_ir)
             self.baseline_state = sandbox.BaselineState.of(module)
@@ -107,6 +108,7 @@ class CandidateCompiler:
             raise Rejected(COMPILE_ERROR, kind, first.strip(), explanation=text) from None
         clang_seconds = time.perf_counter() - started
         try:
+            raw = ir  # clang's own text, as a plain CPU's build is compared with it
             with _llvm_lock:
                 module = self._reachable(ir)
                 ir = str(module) + _trailer(ir)
@@ -126,7 +128,51 @@ class CandidateCompiler:
                            symbols=sorted({v.symbol for v in violations}))
         if rewrite and self.static_check:
             self._check_signature(source, candidate.macros)
+            self._check_portable(source, candidate.macros, raw)
         return CompiledCandidate(ir, pattern_ir, {"clang": clang_seconds})
+
+    def _check_portable(self, source: KernelSource, macros: dict, ir: str) -> None:
+        """A rewrite compiles to the same code for the oldest CPU of this architecture as
+        for this machine, and asks for no CPU feature the original's build does not: the
+        patch is built on every machine the project runs on, and a text that differs there
+        (``#if defined(__AVX512F__)`` with an ``#else`` of its own, a target attribute,
+        intrinsics of newer CPUs) runs code there that no check ever ran. Skipped where the
+        original itself differs between the two (the user's kernel chose so)."""
+        if getattr(self.backend, "name", "") != "cpu":
+            return
+        every = {**self.spec.default_macros, **macros}
+        if self._original_generic is None:
+            generic = self.backend.front_end(self.source, self.spec.default_macros,
+                                             generic=True).text
+            self._original_generic = generic if _code(generic) == _code(self.baseline_ir) \
+                else ""
+        if not self._original_generic:
+            return
+        plain = "a plain x86-64 CPU" if host_target().triple.startswith("x86_64") else \
+            "the oldest CPU of this architecture"
+        try:
+            generic = self.backend.front_end(source, every, generic=True).text
+        except CompileError as exc:
+            first = next((line for line in (exc.diagnostics or str(exc)).splitlines()
+                          if "error" in line), "clang failed")
+            raise Rejected(COMPILE_ERROR, "target_dependent",
+                           f"the rewrite does not build for {plain} ({first.strip()}): it "
+                           "needs CPU features this machine has and others lack (intrinsics "
+                           "of newer CPUs); keep to portable C") from None
+        extra = _features(generic) - _features(self._original_generic)
+        if extra:
+            raise Rejected(COMPILE_ERROR, "target_dependent",
+                           f"the rewrite asks for CPU features the original does not "
+                           f"({', '.join(sorted(extra)[:4])}: a target attribute or pragma); "
+                           f"on {plain} it would stop with an illegal instruction; remove "
+                           "it")
+        if _code(generic) != _code(ir):
+            raise Rejected(COMPILE_ERROR, "target_dependent",
+                           f"the rewrite compiles to other code for {plain} than for this "
+                           "machine (it tests a target macro such as __AVX512F__ or "
+                           "__SSE4_2__, or reads the target otherwise): the branch other "
+                           "machines build was never verified; keep one version for every "
+                           "CPU")
 
     def _check_signature(self, source: KernelSource, macros: dict) -> None:
         """A rewrite keeps the kernel's signature as the user's launcher reads it from the
@@ -176,6 +222,22 @@ def signature_change(params: list[dict], return_dtype: str | None,
         return f"it returns {signature.return_dtype or 'void'}, the original " \
                f"{return_dtype or 'void'}"
     return ""
+
+
+_ATTRIBUTE_GROUP = re.compile(r"^attributes #\d+ = .*$|^; Function Attrs:.*$| #\d+\b",
+                              re.MULTILINE)
+_FEATURES = re.compile(r'"target-features"="([^"]*)"')
+
+
+def _code(ir: str) -> str:
+    """``ir`` without its attribute groups (which name the CPU and its features)."""
+    return _ATTRIBUTE_GROUP.sub("", ir)
+
+
+def _features(ir: str) -> set[str]:
+    """The CPU features any function of ``ir`` is built with."""
+    return {feature for listed in _FEATURES.findall(ir) for feature in listed.split(",")
+            if feature.startswith("+")}
 
 
 def _trailer(ir: str) -> str:

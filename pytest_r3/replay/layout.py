@@ -37,6 +37,7 @@ ADJACENT_STYLE = "heap"
 PREV_INUSE = 1  # a heap block's size word: the block before it is in use
 CLASS_BITS = 12  # the seed's low bits: which style and order (see seed_for)
 PAGE = mmap.PAGESIZE
+ALIGNMENT = 16  # what glibc's malloc (and so numpy) aligns every block to
 WORD = 8
 MAPPED_HEADER = 2 * WORD  # glibc's mapped block: prev_size, then size | IS_MMAPPED
 IS_MMAPPED = 2
