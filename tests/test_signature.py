@@ -224,3 +224,23 @@ def test_an_input_whose_address_is_only_tested_stays_read_only(tmp_path):
     np.testing.assert_array_equal(y, 2 * x)
     leak = r3.kernel(path, entry="leak", name="signature_leak")
     assert [p.name for p in leak.signature.written] == ["x", "y"]
+
+
+PEEL_ON_INPUT = """
+#include <stdint.h>
+void peel(long n, const float *x, float *y)
+{
+    long head = ((16 - ((uintptr_t)x & 15)) & 15) / 4;  /* to x's next 16-byte boundary */
+    long i = 0;
+    for (; i < head && i < n; ++i) y[i] = 2.0f * x[i];
+    for (; i < n; ++i) y[i] = 2.0f * x[i];
+}
+"""
+
+
+def test_an_input_peeled_to_its_alignment_stays_read_only(tmp_path):
+    """A peel count made from x's low address bits indexes y and x: still only reads x."""
+    path = tmp_path / "peel.c"
+    path.write_text(PEEL_ON_INPUT)
+    peel = r3.kernel(path, entry="peel", name="signature_peel")
+    assert [p.name for p in peel.signature.written] == ["y"]

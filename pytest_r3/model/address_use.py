@@ -7,7 +7,9 @@ then refuse read-only arrays there, and the signature check would call a rewrite
 tests an input's alignment a change of signature. This walk follows the optimised
 function's uses of the parameter: loads, comparisons and pointers derived from it are
 reads; its address converted to an integer may only reach comparisons and branches,
-through integer arithmetic. Anything else (a store through it or of it, a call, an
+through integer arithmetic, unless it is first cut to its offset in a page (``x & 15``:
+a peel count made from it may then index anything, since no number that small leads
+another pointer to x). Anything else (a store through it or of it, a call, an
 address that becomes an index or a pointer again, ``inttoptr`` or a pointer loaded from
 memory anywhere in the module) leaves LLVM's answer as it was: written.
 """
@@ -24,6 +26,7 @@ _INTEGER = {"add", "sub", "mul", "and", "or", "xor", "shl", "lshr", "ashr", "udi
             "urem", "srem", "trunc", "zext", "sext", "icmp", "select", "phi", "freeze",
             "extractelement", "insertelement", "shufflevector"}
 _BRANCHES = {"br", "switch"}
+PAGE_BITS = 4096  # ``address & 4095`` or ``address % 4096`` at most: an offset in a page
 # intrinsics that only read through a pointer argument, or ignore it
 _READING_CALLS = ("llvm.masked.load.", "llvm.masked.gather.", "llvm.masked.expandload.",
                   "llvm.prefetch", "llvm.assume")
@@ -83,8 +86,27 @@ def only_read(function, argument) -> bool:
     return True
 
 
+def _low_bits(instruction, index: int) -> bool:
+    """Whether ``instruction`` keeps only the low bits (below a page) of its operand
+    ``index``: ``address & 15``, ``address % 64``. What it gives may go anywhere (a peel
+    count, an index): a number that small cannot lead another pointer to the buffer."""
+    operands = list(instruction.operands)
+    if instruction.opcode not in ("and", "urem") or len(operands) != 2 or \
+            (instruction.opcode == "urem" and index != 0):
+        return False
+    other = operands[1 - index]
+    if not other.is_constant or "<" in str(other.type):
+        return False
+    try:
+        value = int(other.get_constant_value())
+    except (TypeError, ValueError):
+        return False
+    return 0 <= value <= PAGE_BITS
+
+
 def _only_compared(address, uses) -> bool:
-    """Whether the integer ``address`` reaches nothing but comparisons and branches."""
+    """Whether the integer ``address`` reaches nothing but comparisons and branches, or
+    is first cut to its low bits (see _low_bits)."""
     values, seen = [address], {_key(address)}
     while values:
         value = values.pop()
@@ -92,6 +114,8 @@ def _only_compared(address, uses) -> bool:
             opcode = instruction.opcode
             if opcode in _BRANCHES:
                 continue
+            if _low_bits(instruction, index):
+                continue  # a value below a page: the alignment, never a distance to x
             if opcode not in _INTEGER:
                 return False
             if opcode == "select" and index == 0 and "ptr" in str(instruction.type):
