@@ -8,13 +8,14 @@ is ever sent to a worker.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import time
 from dataclasses import dataclass
 
 from ..backends.candidate_text import check_token_pasting
-from ..backends.clang import host_target, without_linker_keep
+from ..backends.clang import front_end, generic_target_flags, host_target, without_linker_keep
 from ..errors import CompileError, R3Error
 from ..model.signature import Signature
 from ..model.source import KernelSource
@@ -66,7 +67,7 @@ class CandidateCompiler:
                                    defines=tuple(tuple(d) for d in spec.defines),
                                    entry=spec.entry)
         self.baseline_ir = self._clang(self.source, {})
-        self._original_generic: str | None = None  # its build for a plain CPU ("": differs)
+        self._original_features: set[str] | None = None  # of its build for a plain CPU
         with _llvm_lock:
             module = self._reachable(self.baseline_ir)
             self.baseline_state = sandbox.BaselineState.of(module)
@@ -108,7 +109,6 @@ class CandidateCompiler:
             raise Rejected(COMPILE_ERROR, kind, first.strip(), explanation=text) from None
         clang_seconds = time.perf_counter() - started
         try:
-            raw = ir  # clang's own text, as a plain CPU's build is compared with it
             with _llvm_lock:
                 module = self._reachable(ir)
                 ir = str(module) + _trailer(ir)
@@ -128,30 +128,37 @@ class CandidateCompiler:
                            symbols=sorted({v.symbol for v in violations}))
         if rewrite and self.static_check:
             self._check_signature(source, candidate.macros)
-            self._check_portable(source, candidate.macros, raw)
+            self._check_portable(source, candidate.macros)
         return CompiledCandidate(ir, pattern_ir, {"clang": clang_seconds})
 
-    def _check_portable(self, source: KernelSource, macros: dict, ir: str) -> None:
-        """A rewrite compiles to the same code for the oldest CPU of this architecture as
-        for this machine, and asks for no CPU feature the original's build does not: the
-        patch is built on every machine the project runs on, and a text that differs there
-        (``#if defined(__AVX512F__)`` with an ``#else`` of its own, a target attribute,
-        intrinsics of newer CPUs) runs code there that no check ever ran. Skipped where the
-        original itself differs between the two (the user's kernel chose so)."""
+    def _check_portable(self, source: KernelSource, macros: dict) -> None:
+        """A rewrite builds to the same code on every CPU of this architecture: the patch
+        is compiled on every machine the project runs on, each for itself, and the judge
+        runs only this machine's build. So it may not name a target macro the original
+        does not (``#if defined(__AVX512F__)`` keeping the original and an off-by-one
+        under ``#else``: right here, wrong on every CPU without AVX-512), its build for
+        the oldest CPU of the architecture must succeed (intrinsics of newer CPUs fail
+        there) and ask for no CPU feature the original's does not (a target attribute or
+        pragma: an illegal instruction there). A rewrite cannot build a macro's name
+        (token pasting is refused where the original does not paste)."""
         if getattr(self.backend, "name", "") != "cpu":
-            return
-        every = {**self.spec.default_macros, **macros}
-        if self._original_generic is None:
-            generic = self.backend.front_end(self.source, self.spec.default_macros,
-                                             generic=True).text
-            self._original_generic = generic if _code(generic) == _code(self.baseline_ir) \
-                else ""
-        if not self._original_generic:
             return
         plain = "a plain x86-64 CPU" if host_target().triple.startswith("x86_64") else \
             "the oldest CPU of this architecture"
+        named = _target_words(source.text) - _target_words(self.spec.source_text)
+        if named:
+            raise Rejected(COMPILE_ERROR, "target_dependent",
+                           f"the rewrite tests the target macro(s) "
+                           f"{', '.join(sorted(named)[:3])}, which the original does not: "
+                           "what it builds depends on the CPU of the machine that builds "
+                           f"it, and {plain} builds code no check ran; keep one version "
+                           "for every CPU")
+        if self._original_features is None:
+            self._original_features = _features(self.backend.front_end(
+                self.source, self.spec.default_macros, generic=True).text)
         try:
-            generic = self.backend.front_end(source, every, generic=True).text
+            generic = self.backend.front_end(source, {**self.spec.default_macros, **macros},
+                                             generic=True).text
         except CompileError as exc:
             first = next((line for line in (exc.diagnostics or str(exc)).splitlines()
                           if "error" in line), "clang failed")
@@ -159,20 +166,13 @@ class CandidateCompiler:
                            f"the rewrite does not build for {plain} ({first.strip()}): it "
                            "needs CPU features this machine has and others lack (intrinsics "
                            "of newer CPUs); keep to portable C") from None
-        extra = _features(generic) - _features(self._original_generic)
+        extra = _features(generic) - self._original_features
         if extra:
             raise Rejected(COMPILE_ERROR, "target_dependent",
                            f"the rewrite asks for CPU features the original does not "
                            f"({', '.join(sorted(extra)[:4])}: a target attribute or pragma); "
-                           f"on {plain} it would stop with an illegal instruction; remove "
-                           "it")
-        if _code(generic) != _code(ir):
-            raise Rejected(COMPILE_ERROR, "target_dependent",
-                           f"the rewrite compiles to other code for {plain} than for this "
-                           "machine (it tests a target macro such as __AVX512F__ or "
-                           "__SSE4_2__, or reads the target otherwise): the branch other "
-                           "machines build was never verified; keep one version for every "
-                           "CPU")
+                           f"{plain} would stop on an illegal instruction; remove it")
+
 
     def _check_signature(self, source: KernelSource, macros: dict) -> None:
         """A rewrite keeps the kernel's signature as the user's launcher reads it from the
@@ -224,14 +224,40 @@ def signature_change(params: list[dict], return_dtype: str | None,
     return ""
 
 
-_ATTRIBUTE_GROUP = re.compile(r"^attributes #\d+ = .*$|^; Function Attrs:.*$| #\d+\b",
-                              re.MULTILINE)
 _FEATURES = re.compile(r'"target-features"="([^"]*)"')
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+# names of CPU features no reference target below defines, and runtime CPU dispatch
+_FEATURE_NAMES = re.compile(r"__(?:AVX|AMX|SSE|APX|ARM_FEATURE|ARM_NEON|ARM_SVE)\w*|"
+                            r"__builtin_cpu_(?:supports|is|init)")
+# the CPUs whose predefined macros are compared: this machine, the oldest of its
+# architecture, and a recent one (AVX-512); a macro that differs among them is a target's
+_RECENT = {"x86_64": "-march=x86-64-v4", "aarch64": "-march=armv9-a"}
 
 
-def _code(ir: str) -> str:
-    """``ir`` without its attribute groups (which name the CPU and its features)."""
-    return _ATTRIBUTE_GROUP.sub("", ir)
+@functools.lru_cache(maxsize=1)
+def target_macros() -> frozenset[str]:
+    """The macros clang predefines differently for this machine, the oldest CPU of its
+    architecture and a recent one: ``__AVX512F__``, ``__SSE4_2__``, ``__tune_k8__``..."""
+    triple = host_target().triple
+    recent = _RECENT.get(triple.split("-")[0])
+    targets = [host_target().clang_flags(), generic_target_flags(),
+               *([("-target", triple, recent)] if recent else [])]
+    defined = []
+    for flags in targets:
+        text = front_end("", filename="r3_target_macros.c", target_flags=flags,
+                         extra_flags=("-dM",), preprocess_only=True).text
+        defined.append(dict(line.split(" ", 2)[1:] + [""] if line.count(" ") == 1
+                            else line.split(" ", 2)[1:] for line in text.splitlines()
+                            if line.startswith("#define ")))
+    names = set().union(*defined)
+    return frozenset(name for name in names if len({d.get(name) for d in defined}) > 1)
+
+
+def _target_words(text: str) -> set[str]:
+    """The target macros (and CPU dispatch builtins) ``text`` names, comments included
+    (a name in a comment costs a refusal, never a miss)."""
+    words = set(_IDENTIFIER.findall(text.replace("\\\n", "")))
+    return {word for word in words if word in target_macros() or _FEATURE_NAMES.fullmatch(word)}
 
 
 def _features(ir: str) -> set[str]:

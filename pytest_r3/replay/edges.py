@@ -192,10 +192,11 @@ def _misaligned(case) -> list[Derived]:
             grown = np.concatenate([np.resize(flat, elements), flat])
             slots.append(Slot(slot.params, slot.written, grown,
                               {slot.params[0]: (elements, slot.values.shape)}))
-        like = "a[1:] is" if shift == 4 else f"a view {shift} bytes into an array is"
+        size = min(slot.values.dtype.itemsize for slot in case.slots)
         found.append(Derived(
             f"{case.label} with every buffer {shift} bytes into its allocation "
-            f"(misaligned, as a numpy slice {like})", dict(case.scalars), slots,
+            f"(misaligned, as a numpy slice a[{shift // size}:] of {size}-byte elements "
+            "is)", dict(case.scalars), slots,
             alone=True))  # a fault is this case's: the verdict names it
     return found
 
