@@ -66,7 +66,7 @@ class GuardedBuffer:
             typed = np.empty(like.size + 2 * elements, dtype=like.dtype)
         else:
             typed = np.frombuffer(region, dtype=like.dtype, count=like.size + 2 * elements,
-                                  offset=len(region) - layout.PAGE - self.guard
+                                  offset=len(region) - _tail(self.guard) - self.guard
                                   - _rounded(like.nbytes))
         self.storage = typed.view(np.uint8)
         guards = random_bytes(guard_seed, 2 * self.guard)
@@ -74,7 +74,7 @@ class GuardedBuffer:
         self.storage[self.guard + like.nbytes:] = guards[self.guard:]
         self.array = typed[elements: elements + like.size].reshape(like.shape)
         if region is not None:
-            _protect_last_page(region)
+            _protect_tail(region, _tail(self.guard))
 
     def fill(self, values: np.ndarray | None, poison_seed: int | None) -> None:
         """Recorded input values, or random poison (for a buffer the kernel only writes)."""
@@ -98,13 +98,18 @@ def _rounded(nbytes: int) -> int:
     return -(-nbytes // layout.ALIGNMENT) * layout.ALIGNMENT
 
 
+def _tail(guard: int) -> int:
+    """The read-only pages after a fenced buffer's data: room for its trailing guard."""
+    return max(1, -(-guard // layout.PAGE)) * layout.PAGE
+
+
 def _fenced_region(like: np.ndarray, guard: int) -> mmap.mmap | None:
-    """A fresh mapping for ``guard | data | guard`` whose last page starts where the
+    """A fresh mapping for ``guard | data | guard`` whose read-only tail starts where the
     data ends, rounded up to 16 bytes; None where the element size does not divide 16."""
     if layout.ALIGNMENT % like.dtype.itemsize or _libc_mprotect() is None:
         return None
-    size = -(-(guard + _rounded(like.nbytes)) // layout.PAGE) * layout.PAGE + layout.PAGE
-    return mmap.mmap(-1, size)
+    head = -(-(guard + _rounded(like.nbytes)) // layout.PAGE) * layout.PAGE
+    return mmap.mmap(-1, head + _tail(guard))
 
 
 @functools.lru_cache(maxsize=1)
@@ -118,10 +123,10 @@ def _libc_mprotect():
     return function
 
 
-def _protect_last_page(region: mmap.mmap) -> None:
-    """Make the mapping's last page read-only (its guard bytes are written already)."""
+def _protect_tail(region: mmap.mmap, tail: int) -> None:
+    """Make the mapping's last ``tail`` bytes read-only (its guard bytes are written)."""
     address = ctypes.addressof(ctypes.c_char.from_buffer(region))
-    _libc_mprotect()(address + len(region) - layout.PAGE, layout.PAGE, mmap.PROT_READ)
+    _libc_mprotect()(address + len(region) - tail, tail, mmap.PROT_READ)
 
 
 def split_storage(storage: np.ndarray, like: np.ndarray) -> np.ndarray:

@@ -76,6 +76,12 @@ PRODUCTION = "production_layout"
 # then NaN or Inf in every floating-point element (see buffers.poison_for).
 PROBE_SEEDS = (11, -12)
 
+# A crash only where buffers end against a read-only page (see buffers.fenced_seed).
+FENCED_HINT = (" (on the second run of cases the first run passed, where each buffer ends "
+               "just before a read-only page: a store past the end of a buffer faults there, "
+               "even one that writes back the bytes it read, as it would beside a read-only "
+               "mapping in production)")
+
 # Workloads timed per candidate at most: each costs its launch time every timing round.
 TIMED_WORKLOADS = 8
 
@@ -345,7 +351,12 @@ class Judge:
             # the second attempt's buffers end against a read-only page (buffers.fenced_seed)
             plan = [(case, {n: secrets.randbits(62) for n in case.output_only},
                      secrets.randbits(39) << 1 | attempt % 2) for case in cases]
-            replies = run([(case, case.fills(seeds), guard) for case, seeds, guard in plan])
+            try:
+                replies = run([(case, case.fills(seeds), guard) for case, seeds, guard in plan])
+            except WorkerDied as died:
+                if attempt % 2 and died.result.diagnostics:  # the same cases ran unfenced
+                    died.result.diagnostics[0] += FENCED_HINT
+                raise
             named = kind or ("mismatch" if attempt == 0 else "nondeterministic")
             prefix = what or ("" if attempt == 0 else "a second run (other poison) of ")
             for (case, seeds, guard), reply in zip(plan, replies, strict=True):
