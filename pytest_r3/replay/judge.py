@@ -315,8 +315,9 @@ class Judge:
 
     def verify(self, run, cases: list[Case], attempts: int = 2, kind: str | None = None,
                what: str = "", smallest_first: bool = True) -> None:
-        """Each case run ``attempts`` times, each with its own random poison and guards; every
-        run must match the reference (a second run that does not is nondeterminism).
+        """Each case run ``attempts`` times, each with its own random poison and guards, the
+        second with every buffer ending against a read-only page (buffers.fenced_seed);
+        every run must match the reference (a second run that does not is nondeterminism).
         ``run`` takes a batch of ``(case, fills, guard_seed)`` and returns the replies."""
         if smallest_first and len(cases) > 2:
             self.verify_smallest(run, cases, kind, what)
