@@ -387,6 +387,8 @@ def test_mapped_buffers_look_like_fresh_large_arrays_and_heap_ones_do_not():
 FENCED_WRITE_BACK = """
 import ctypes, numpy as np
 from pytest_r3.replay.buffers import GuardedBuffer
+first = GuardedBuffer(np.zeros({n}, np.float32), 3, fenced=True)
+del first  # its mapping is reused: fenced again
 buffer = GuardedBuffer(np.zeros({n}, np.float32), 7, fenced=True)
 end = buffer.array.ctypes.data + buffer.array.nbytes
 ctypes.memmove(end - 4, end - 4, 4)          # the last element, rewritten: fine
@@ -417,3 +419,14 @@ def test_a_fenced_buffer_is_aligned_guarded_and_readable_past_its_end():
     assert "past the end" in check_guards(buffer.storage, like, 7)
     after = buffer.guard + like.nbytes + 8
     assert ctypes.string_at(end + 8, 16) == buffer.storage[after: after + 16].tobytes()
+
+
+def test_a_reused_fenced_mapping_gets_the_new_runs_guards():
+    like = np.arange(1000, dtype=np.float32)
+    first = GuardedBuffer(like, 3, fenced=True)
+    address = first.array.ctypes.data
+    del first
+    again = GuardedBuffer(like, 9, fenced=True)
+    again.fill(like, None)
+    assert again.array.ctypes.data == address
+    assert check_guards(again.storage, like, 9) is None
