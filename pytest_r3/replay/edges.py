@@ -182,23 +182,33 @@ def _misaligned(case) -> list[Derived]:
         return []
     shifts = sorted({k * size for size in {slot.values.dtype.itemsize for slot in case.slots}
                      if layout.ALIGNMENT % size == 0 for k in range(1, layout.ALIGNMENT // size)})
+    if not shifts:  # 16-byte elements: every view is aligned
+        return []
+    size = min(slot.values.dtype.itemsize for slot in case.slots)
+    slices = [f"a[{shift // size}:]" for shift in shifts]
+    together = (f"{case.label} with every buffer {_either(shifts)} bytes into its "
+                f"allocation (misaligned, as numpy slices {_either(slices)} of {size}-byte "
+                "elements are)")  # one batch of their own: a fault names them
     found = []
-    for shift in shifts:
+    for shift, sliced in zip(shifts, slices, strict=True):
         slots = []
         for slot in case.slots:
-            size = slot.values.dtype.itemsize
-            elements = shift // size if layout.ALIGNMENT % size == 0 else 0
+            itemsize = slot.values.dtype.itemsize
+            elements = shift // itemsize if layout.ALIGNMENT % itemsize == 0 else 0
             flat = slot.values.reshape(-1)
             grown = np.concatenate([np.resize(flat, elements), flat])
             slots.append(Slot(slot.params, slot.written, grown,
                               {slot.params[0]: (elements, slot.values.shape)}))
-        size = min(slot.values.dtype.itemsize for slot in case.slots)
         found.append(Derived(
             f"{case.label} with every buffer {shift} bytes into its allocation "
-            f"(misaligned, as a numpy slice a[{shift // size}:] of {size}-byte elements "
-            "is)", dict(case.scalars), slots,
-            alone=True))  # a fault is this case's: the verdict names it
+            f"(misaligned, as a numpy slice {sliced} of {size}-byte elements is)",
+            dict(case.scalars), slots, alone=together))
     return found
+
+
+def _either(items: list) -> str:
+    words = [str(item) for item in items]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
 
 
 def _shifted_in_place(case, rng: np.random.Generator) -> list[Derived]:

@@ -55,7 +55,8 @@ class Case:
                                      # propagates them
     empty: bool = False              # derived at negative sizes: kept where the
                                      # baseline writes nothing
-    alone: bool = False              # verified in a batch of its own (a crash names it)
+    alone: str = ""                  # verified in a batch of its own, with the others of
+                                     # this name (a crash names them)
 
     @property
     def nbytes(self) -> int:
@@ -327,12 +328,16 @@ class Judge:
         for origin, group in groups.items():  # a kept-outputs case has no poison to vary
             self._verify_batches(run, [c for c in group if not c.alone],
                                  1 if origin == "kept" else attempts, kind, what)
+        apart: dict[str, list[Case]] = {}  # batches of their own, by what names them
         for case in (c for c in cases if c.alone):
+            apart.setdefault(case.alone, []).append(case)
+        for name, batch in apart.items():
             try:
-                self._verify_batches(run, [case], attempts, kind, what)
-            except WorkerDied as died:  # the worker's account is kept, the case named
+                self._verify_batches(run, batch, attempts, kind, what)
+            except WorkerDied as died:  # the worker's account is kept, the cases named
                 first = died.result.diagnostics[:1] or ["the worker died"]
-                died.result.diagnostics[:1] = [f"{first[0]} (on {case.label})"]
+                named = batch[0].label if len(batch) == 1 else name
+                died.result.diagnostics[:1] = [f"{first[0]} (on {named})"]
                 raise
 
     def verify_smallest(self, run, cases: list[Case] | None = None, kind: str | None = None,
