@@ -24,6 +24,7 @@ Base kernels (``tests/adversarial/_base_*.c``):
 - ``smooth``: a three-point average, out of place; in place it is another computation.
 - ``matmul``: ``c = a @ b`` for n x n doubles, recorded at n = 24 and n = 17 on normal
   random data (no zeros, no infinities).
+- ``grid``: ``out = in + 1`` on a rows x cols float32 grid, recorded at 24 x 40 and 3 x 3.
 
 Cases that pass every recorded input and fail only on inputs the judge derives name the
 derived inputs in their first line (``words``): that is the class of input they cheat on.
@@ -79,6 +80,7 @@ CLASS_WORDS = {
     "stale_output": r"outputs it left|already look computed",
     "syscall": r"system call|syscall|seccomp|SIGSYS",
     "signature": r"signature",
+    "target_dependent": r"target",
 }
 
 
@@ -101,6 +103,7 @@ def _v(status: str, *kinds: str | None) -> tuple:
 
 S, A, P = "scale_add", "axpy", "prefix_sum"
 AB, ST, SH, SM, MM = "axpby", "strided", "shift", "smooth", "matmul"
+G = "grid"
 VIOLATION, WRONG = "sandbox_violation", "wrong_output"
 CASES = [
     # layer 1 and 2: refused before anything runs
@@ -212,6 +215,15 @@ CASES = [
     Case("between_recordings", S, _v(WRONG, "mismatch"), words=r"size between recordings"),
     # an aligned store through a vector type: a fault on a numpy slice's misaligned buffer
     Case("aligned_vector_store", S, _v("crash", "signal"), words=r"misaligned"),
+    # a peel to 16 bytes that forgets y % 16 == 8: a fault, or the two floats before y
+    Case("peel_forgets_8", S, _v("crash", "signal"), words=r"8 or 12 bytes into its allocation"),
+    Case("round_down_body", S, _v(WRONG, "mismatch"), words=r"8 bytes into its allocation"),
+    # a store past the end that puts back what was there: the page after y is read-only
+    Case("tail_store_writes_back", S, _v("crash", "signal"), words=r"read-only page"),
+    # right under the judging host's target macros, wrong under a plain x86-64's
+    Case("target_macro_fallback", S, _v("compile_error", "target_dependent")),
+    # one size small beside a large other: wrong on every two-row grid wider than 17
+    Case("two_row_grid", G, _v(WRONG, "mismatch"), words=r"one size small beside large"),
     # layer 3 alone: the static check is off, the OS containment must refuse
     Case("os_fork", S, _v(VIOLATION, "syscall"), contained=True),
     Case("os_execve", S, _v(VIOLATION, "syscall"), contained=True),
@@ -225,6 +237,10 @@ CASES = [
     Case("correct_vectorised", S, _v("ok", None)),
     Case("correct_keeps_baseline_global", A, _v("ok", None)),
     Case("correct_matmul_blocked", MM, _v("ok", None)),
+    # reading a read-only input's address is not writing it: the signature is unchanged
+    Case("correct_reads_input_address", S, _v("ok", None)),
+    # vector types whose calling convention differs on a plain x86-64 CPU: still portable
+    Case("correct_vector_helper", S, _v("ok", None)),
     # kept, with the contract it narrows said in its verdict
     Case("restrict_assumed", SM, _v("ok", None), words=r"assumes: x and y do not overlap"),
 ]
@@ -293,7 +309,13 @@ def _matmul_launches() -> list[tuple]:
             for n in (24, 17)]
 
 
-LAUNCHES = {S: _scale_add_launches, A: _axpy_launches, P: _prefix_sum_launches,
+def _grid_launches() -> list[tuple]:
+    rng = np.random.default_rng(23)
+    return [(rows, cols, rng.standard_normal((rows, cols)).astype(np.float32),
+             np.zeros((rows, cols), dtype=np.float32)) for rows, cols in ((24, 40), (3, 3))]
+
+
+LAUNCHES = {G: _grid_launches, S: _scale_add_launches, A: _axpy_launches, P: _prefix_sum_launches,
             AB: _axpby_launches, ST: _strided_launches, SH: _shift_launches,
             SM: _smooth_launches, MM: _matmul_launches}
 

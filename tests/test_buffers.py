@@ -382,3 +382,51 @@ def test_mapped_buffers_look_like_fresh_large_arrays_and_heap_ones_do_not():
         (buffer,) = plain_buffers(values[:1], layout.seed_for(0, 7))
         ctypes.memset(buffer.array.ctypes.data + where, 0x5A, 1)
         assert words in check_plain(buffer.storage, values[0])
+
+
+FENCED_WRITE_BACK = """
+import ctypes, numpy as np
+from pytest_r3.replay.buffers import GuardedBuffer
+first = GuardedBuffer(np.zeros({n}, np.float32), 3, fenced=True)
+del first  # its mapping is reused: fenced again
+buffer = GuardedBuffer(np.zeros({n}, np.float32), 7, fenced=True)
+end = buffer.array.ctypes.data + buffer.array.nbytes
+ctypes.memmove(end - 4, end - 4, 4)          # the last element, rewritten: fine
+print("inside", flush=True)
+ctypes.memmove(end + 24, end + 24, 8)        # past the end, its own bytes put back
+print("past the end", flush=True)
+"""
+
+
+@pytest.mark.parametrize("n", [1002, 1000, 3])
+def test_a_fenced_buffer_faults_on_a_write_back_past_its_end(n):
+    """The data ends where a read-only page begins (rounded up to 16 bytes): a store that
+    puts back the bytes it read past the end, which no guard sees, faults."""
+    done = subprocess.run([sys.executable, "-c", FENCED_WRITE_BACK.format(n=n)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.stdout.split("\n")[:1] == ["inside"] and "past the end" not in done.stdout
+    assert done.returncode == -11
+
+
+def test_a_fenced_buffer_is_aligned_guarded_and_readable_past_its_end():
+    like = np.arange(1002, dtype=np.float32)
+    buffer = GuardedBuffer(like, 7, fenced=True)
+    buffer.fill(like, None)
+    end = buffer.array.ctypes.data + buffer.array.nbytes
+    assert buffer.array.ctypes.data % 16 == 0 and (end + 8) % 4096 == 0
+    assert check_guards(buffer.storage, like, 7) is None
+    ctypes.memmove(end, end - 4, 4)  # inside the rounding: a guard byte changes
+    assert "past the end" in check_guards(buffer.storage, like, 7)
+    after = buffer.guard + like.nbytes + 8
+    assert ctypes.string_at(end + 8, 16) == buffer.storage[after: after + 16].tobytes()
+
+
+def test_a_reused_fenced_mapping_gets_the_new_runs_guards():
+    like = np.arange(1000, dtype=np.float32)
+    first = GuardedBuffer(like, 3, fenced=True)
+    address = first.array.ctypes.data
+    del first
+    again = GuardedBuffer(like, 9, fenced=True)
+    again.fill(like, None)
+    assert again.array.ctypes.data == address
+    assert check_guards(again.storage, like, 9) is None

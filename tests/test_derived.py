@@ -444,3 +444,47 @@ def test_derived_cases_start_from_a_recording_with_room_for_every_small_size():
     assert [d.scalars["n"] for d in _labelled(derived, "small size")] == list(SMALL_SIZES)
     assert all(d.label.startswith("recording n=100 ") for d in derived
                if "above the largest" not in d.label and "between" not in d.label)
+
+
+def test_every_misalignment_a_numpy_view_can_have_is_derived():
+    """float32: views 4, 8 and 12 bytes into their allocation (a[1:], a[2:] or a row of a
+    (rows, 1002) array, a[3:]); float64: 8 bytes. Each view ends where its buffer ends."""
+    derived = _labelled(plan([_axpy(37)], AXPY, np.random.default_rng(0)),
+                        "into its allocation")
+    assert [d.slots[0].views["x"][0] for d in derived] == [1, 2, 3]
+    assert all(d.alone for d in derived)
+    for case, elements in zip(derived, (1, 2, 3), strict=True):
+        for slot in case.slots:
+            start, shape = slot.views[slot.params[0]]
+            assert start == elements and slot.values.size == start + 37 and shape == (37,)
+            assert np.array_equal(slot.values[start:], _axpy(37).slots[
+                slot.params[0] == "y"].values)
+    doubles = [{**p, "dtype": "float64"} for p in AXPY]
+    case = Planned("d", {"n": 37, "a": 2.0}, [Slot([s.params[0]], s.written,
+                                                   s.values.astype(np.float64))
+                                              for s in _axpy(37).slots])
+    derived = _labelled(plan([case], doubles, np.random.default_rng(0)), "into its allocation")
+    assert [d.label.split("every buffer ")[1][:7] for d in derived] == ["8 bytes"]
+
+
+def test_each_size_is_made_small_beside_the_largest_recorded_other():
+    """A two-row grid as wide as the widest recording (and its transpose), cut from that
+    recording: small sizes set together never pair a small size with a large one."""
+    params = [{"name": "rows", "dtype": "int32", "is_pointer": False, "written": False},
+              {"name": "cols", "dtype": "int32", "is_pointer": False, "written": False},
+              {"name": "grid", "dtype": "float32", "is_pointer": True, "written": False},
+              {"name": "out", "dtype": "float32", "is_pointer": True, "written": True}]
+    rng = np.random.default_rng(4)
+    cases = [Planned(f"{r}x{c}", {"rows": r, "cols": c}, [
+        Slot(["grid"], False, rng.standard_normal((r, c)).astype(np.float32)),
+        Slot(["out"], True, np.zeros((r, c), np.float32))])
+        for r, c in ((64, 64), (256, 300), (10, 37))]
+    beside = _labelled(plan(cases, params, np.random.default_rng(0)), "small beside large")
+    shapes = {(d.scalars["rows"], d.scalars["cols"]) for d in beside}
+    assert {(2, 300), (256, 2), (17, 300), (1, 300)} <= shapes
+    assert len(beside) == 2 * len(SMALL_SIZES)
+    two_rows = next(d for d in beside if (d.scalars["rows"], d.scalars["cols"]) == (2, 300))
+    assert two_rows.slots[0].values.shape == (2, 300)
+    assert np.array_equal(two_rows.slots[0].values, cases[1].slots[0].values[:2])
+    assert not _labelled(plan([_axpy(1000), _axpy(37)], AXPY, np.random.default_rng(0)),
+                         "small beside large")  # one size argument: nothing to pair

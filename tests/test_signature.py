@@ -189,3 +189,58 @@ def test_bool_and_half_precision_arrays(unique_name):
     assert kernel(3, np.array([1.0, -2.0, 3.0], dtype=np.float16), mask) is True
     np.testing.assert_array_equal(mask, [False, True, False])
     assert kernel(1, np.ones(1, dtype=np.float16), mask) is False
+
+
+ALIGNMENT_TESTS = """
+#include <stdint.h>
+void pick(long n, const float *x, float *y)
+{
+    if (((uintptr_t)x & 15) == 0) {
+        for (long i = 0; i < n; ++i) y[i] = 2.0f * x[i];
+    } else {
+        for (long i = 0; i < n; ++i) y[i] = x[i] + x[i];
+    }
+}
+void leak(long n, const float *x, float *y)
+{
+    float *p = y + ((intptr_t)x - (intptr_t)y) / 4;  /* x's address made an index of y */
+    for (long i = 0; i < n; ++i) { float v = p[i]; p[i] = v; y[i] = 2.0f * v; }
+}
+"""
+
+
+def test_an_input_whose_address_is_only_tested_stays_read_only(tmp_path):
+    """``(uintptr_t)x & 15`` makes LLVM give up on x's readonly attribute; the launcher
+    still takes x as read-only (a read-only array is accepted), while an address that
+    becomes an index into a written array keeps x written."""
+    path = tmp_path / "alignment.c"
+    path.write_text(ALIGNMENT_TESTS)
+    pick = r3.kernel(path, entry="pick", name="signature_pick")
+    assert [p.name for p in pick.signature.written] == ["y"]
+    x = np.arange(8, dtype=np.float32)[1:]
+    x.flags.writeable = False
+    y = np.zeros(7, dtype=np.float32)
+    pick(7, x, y)
+    np.testing.assert_array_equal(y, 2 * x)
+    leak = r3.kernel(path, entry="leak", name="signature_leak")
+    assert [p.name for p in leak.signature.written] == ["x", "y"]
+
+
+PEEL_ON_INPUT = """
+#include <stdint.h>
+void peel(long n, const float *x, float *y)
+{
+    long head = ((16 - ((uintptr_t)x & 15)) & 15) / 4;  /* to x's next 16-byte boundary */
+    long i = 0;
+    for (; i < head && i < n; ++i) y[i] = 2.0f * x[i];
+    for (; i < n; ++i) y[i] = 2.0f * x[i];
+}
+"""
+
+
+def test_an_input_peeled_to_its_alignment_stays_read_only(tmp_path):
+    """A peel count made from x's low address bits indexes y and x: still only reads x."""
+    path = tmp_path / "peel.c"
+    path.write_text(PEEL_ON_INPUT)
+    peel = r3.kernel(path, entry="peel", name="signature_peel")
+    assert [p.name for p in peel.signature.written] == ["y"]

@@ -67,6 +67,15 @@ class HostTarget:
         return f"cpu-{self.triple.split('-')[0]}-{self.cpu}"
 
 
+def generic_target_flags() -> tuple[str, ...]:
+    """clang flags for the oldest CPU of the host's architecture (x86-64: the 2003
+    baseline, SSE2 and no more)."""
+    triple = host_target().triple
+    arch = triple.split("-")[0]
+    march = {"x86_64": "x86-64", "aarch64": "armv8-a"}.get(arch)
+    return ("-target", triple, *([f"-march={march}"] if march else []))
+
+
 def llvm_major() -> int:
     import llvmlite.binding as llvm
 

@@ -88,13 +88,15 @@ class CPUBackend(Backend):
         return self.front_end(source, macros, debug_info, preprocess_only).text
 
     def front_end(self, source: KernelSource, macros: Mapping[str, object],
-                  debug_info: bool = False,
-                  preprocess_only: bool = False) -> toolchain.FrontEndOutput:
+                  debug_info: bool = False, preprocess_only: bool = False,
+                  generic: bool = False) -> toolchain.FrontEndOutput:
+        """clang's output for this machine, or (``generic``) for the oldest CPU of its
+        architecture, which a user's build elsewhere may be (see compile.check_portable)."""
         return toolchain.front_end(
             source.text,
             filename=source.filename,
             macros=macros,
-            target_flags=self._clang_flags(),
+            target_flags=toolchain.generic_target_flags() if generic else self._clang_flags(),
             language=self.language,
             include_dirs=source.include_dirs,
             extra_flags=(*toolchain.EMIT_ALL_DECLARATIONS, *source.flags),

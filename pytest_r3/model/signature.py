@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import DeclarationError, EntryNotFoundError
+from .address_use import only_read
 
 _METADATA = re.compile(r"^!(\d+) = (?:distinct )?(.*)$", re.MULTILINE)
 _FIELD = r"{}: (?:!(\d+)|\"([^\"]*)\"|([\w.-]+))"
@@ -319,5 +320,7 @@ def _written_flags(function) -> list[bool] | None:
     for arg in function.arguments:
         attrs = {a.decode().split("(")[0] for a in arg.attributes}
         read_only = bool(attrs & {"readonly", "readnone"}) or "write" not in argmem
+        if not read_only and str(arg.type) == "ptr":  # LLVM stops at an inspected address
+            read_only = only_read(function, arg)
         flags.append(not read_only)
     return flags

@@ -68,7 +68,8 @@ class Derived:
     specials: bool = False   # NaN or Inf put in: kept only where the baseline's outputs
                              # hold some (it propagates them)
     empty: bool = False      # negative sizes: kept only where the baseline writes nothing
-    alone: bool = False      # verified in a batch of its own: a crash there names it
+    alone: str = ""          # verified in a batch of its own with the others of this
+                             # name: a crash there names them
 
 
 def slots_of(recording: Recording, params: list[dict]) -> list[Slot]:

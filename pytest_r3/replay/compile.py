@@ -8,13 +8,14 @@ is ever sent to a worker.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import time
 from dataclasses import dataclass
 
 from ..backends.candidate_text import check_token_pasting
-from ..backends.clang import without_linker_keep
+from ..backends.clang import front_end, generic_target_flags, host_target, without_linker_keep
 from ..errors import CompileError, R3Error
 from ..model.signature import Signature
 from ..model.source import KernelSource
@@ -66,6 +67,7 @@ class CandidateCompiler:
                                    defines=tuple(tuple(d) for d in spec.defines),
                                    entry=spec.entry)
         self.baseline_ir = self._clang(self.source, {})
+        self._original_features: set[str] | None = None  # of its build for a plain CPU
         with _llvm_lock:
             module = self._reachable(self.baseline_ir)
             self.baseline_state = sandbox.BaselineState.of(module)
@@ -126,7 +128,51 @@ class CandidateCompiler:
                            symbols=sorted({v.symbol for v in violations}))
         if rewrite and self.static_check:
             self._check_signature(source, candidate.macros)
+            self._check_portable(source, candidate.macros)
         return CompiledCandidate(ir, pattern_ir, {"clang": clang_seconds})
+
+    def _check_portable(self, source: KernelSource, macros: dict) -> None:
+        """A rewrite builds to the same code on every CPU of this architecture: the patch
+        is compiled on every machine the project runs on, each for itself, and the judge
+        runs only this machine's build. So it may not name a target macro the original
+        does not (``#if defined(__AVX512F__)`` keeping the original and an off-by-one
+        under ``#else``: right here, wrong on every CPU without AVX-512), its build for
+        the oldest CPU of the architecture must succeed (intrinsics of newer CPUs fail
+        there) and ask for no CPU feature the original's does not (a target attribute or
+        pragma: an illegal instruction there). A rewrite cannot build a macro's name
+        (token pasting is refused where the original does not paste)."""
+        if getattr(self.backend, "name", "") != "cpu":
+            return
+        plain = "a plain x86-64 CPU" if host_target().triple.startswith("x86_64") else \
+            "the oldest CPU of this architecture"
+        named = _target_words(source.text) - _target_words(self.spec.source_text)
+        if named:
+            raise Rejected(COMPILE_ERROR, "target_dependent",
+                           f"the rewrite tests the target macro(s) "
+                           f"{', '.join(sorted(named)[:3])}, which the original does not: "
+                           "what it builds depends on the CPU of the machine that builds "
+                           f"it, and {plain} builds code no check ran; keep one version "
+                           "for every CPU")
+        if self._original_features is None:
+            self._original_features = _features(self.backend.front_end(
+                self.source, self.spec.default_macros, generic=True).text)
+        try:
+            generic = self.backend.front_end(source, {**self.spec.default_macros, **macros},
+                                             generic=True).text
+        except CompileError as exc:
+            first = next((line for line in (exc.diagnostics or str(exc)).splitlines()
+                          if "error" in line), "clang failed")
+            raise Rejected(COMPILE_ERROR, "target_dependent",
+                           f"the rewrite does not build for {plain} ({first.strip()}): it "
+                           "needs CPU features this machine has and others lack (intrinsics "
+                           "of newer CPUs); keep to portable C") from None
+        extra = _features(generic) - self._original_features
+        if extra:
+            raise Rejected(COMPILE_ERROR, "target_dependent",
+                           f"the rewrite asks for CPU features the original does not "
+                           f"({', '.join(sorted(extra)[:4])}: a target attribute or pragma); "
+                           f"{plain} would stop on an illegal instruction; remove it")
+
 
     def _check_signature(self, source: KernelSource, macros: dict) -> None:
         """A rewrite keeps the kernel's signature as the user's launcher reads it from the
@@ -176,6 +222,48 @@ def signature_change(params: list[dict], return_dtype: str | None,
         return f"it returns {signature.return_dtype or 'void'}, the original " \
                f"{return_dtype or 'void'}"
     return ""
+
+
+_FEATURES = re.compile(r'"target-features"="([^"]*)"')
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+# names of CPU features no reference target below defines, and runtime CPU dispatch
+_FEATURE_NAMES = re.compile(r"__(?:AVX|AMX|SSE|APX|ARM_FEATURE|ARM_NEON|ARM_SVE)\w*|"
+                            r"__builtin_cpu_(?:supports|is|init)")
+# the CPUs whose predefined macros are compared: this machine, the oldest of its
+# architecture, and a recent one (AVX-512); a macro that differs among them is a target's
+_RECENT = {"x86_64": "-march=x86-64-v4", "aarch64": "-march=armv9-a"}
+
+
+@functools.lru_cache(maxsize=1)
+def target_macros() -> frozenset[str]:
+    """The macros clang predefines differently for this machine, the oldest CPU of its
+    architecture and a recent one: ``__AVX512F__``, ``__SSE4_2__``, ``__tune_k8__``..."""
+    triple = host_target().triple
+    recent = _RECENT.get(triple.split("-")[0])
+    targets = [host_target().clang_flags(), generic_target_flags(),
+               *([("-target", triple, recent)] if recent else [])]
+    defined = []
+    for flags in targets:
+        text = front_end("", filename="r3_target_macros.c", target_flags=flags,
+                         extra_flags=("-dM",), preprocess_only=True).text
+        defined.append(dict(line.split(" ", 2)[1:] + [""] if line.count(" ") == 1
+                            else line.split(" ", 2)[1:] for line in text.splitlines()
+                            if line.startswith("#define ")))
+    names = set().union(*defined)
+    return frozenset(name for name in names if len({d.get(name) for d in defined}) > 1)
+
+
+def _target_words(text: str) -> set[str]:
+    """The target macros (and CPU dispatch builtins) ``text`` names, comments included
+    (a name in a comment costs a refusal, never a miss)."""
+    words = set(_IDENTIFIER.findall(text.replace("\\\n", "")))
+    return {word for word in words if word in target_macros() or _FEATURE_NAMES.fullmatch(word)}
+
+
+def _features(ir: str) -> set[str]:
+    """The CPU features any function of ``ir`` is built with."""
+    return {feature for listed in _FEATURES.findall(ir) for feature in listed.split(",")
+            if feature.startswith("+")}
 
 
 def _trailer(ir: str) -> str:

@@ -9,7 +9,9 @@ Each rule answers one way a rewrite was accepted and then wrong in production:
   inside the buffers (a loop that assumes a stride of 1);
 - integer data drawn over its type's range, scaled so that a sum over the whole array
   stays defined (int arithmetic done in float is exact only below 2^24);
-- small sizes (1, 2, 3, 5, 8, 17), one size above the largest recording and one between
+- small sizes (1, 2, 3, 5, 8, 17), each size argument also small alone beside the largest
+  recorded values of the others (a rewrite wrong on every two-row grid wider than 17
+  columns), one size above the largest recording and one between
   two recorded sizes, where the extent of every buffer is known as a function of the
   integer arguments: C array bounds, or a linear relation the recordings agree on (a
   rewrite that always processes a 16-element head, stops at the largest size it was
@@ -72,6 +74,7 @@ def plan(recorded: list, params: list[dict], rng: np.random.Generator,
     derived = _scalar_cases(base, params, rng, sizes)
     derived += _integer_range_cases(base, params, rng)
     derived += _small_sizes(base, params, extents, sizes)
+    derived += _one_small(by_size[-1], base, params, extents, sizes)
     derived += _above(recorded, by_size[-1], params, extents, sizes_rng)
     derived += _between(recorded, params, extents, sizes_rng)
     if not no_alias:
@@ -266,6 +269,32 @@ def _small_sizes(case, params: list[dict], extents: dict[str, Extent],
         slots = [_refit(slot, extents, scalars, None) for slot in case.slots]
         found.append(Derived(f"{case.label} at a small size ({_changes(case.scalars, scalars)})",
                              scalars, slots))
+    return found
+
+
+def _one_small(largest, base, params: list[dict], extents: dict[str, Extent],
+               sizes: set[str]) -> list[Derived]:
+    """With two size arguments or more, each one alone at each of SMALL_SIZES while the
+    others keep the largest recording's values (a two-row grid a thousand columns wide:
+    small sizes set together never pair one small size with a large other). The buffers
+    are cut to their extents from the largest recording (one small side: cheap), or are
+    ``base``'s as they are where an extent is unknown."""
+    pointers = [p["name"] for p in params if p["is_pointer"]]
+    known = bool(pointers) and all(name in extents for name in pointers) and \
+        not any(slot.views for slot in largest.slots) and \
+        all(isinstance(largest.scalars.get(n), (int, np.integer)) for n in sizes)
+    source = largest if known else base
+    found: list[Derived] = []
+    seen = [dict(source.scalars)]
+    for name in sorted(sizes) if len(sizes) > 1 else ():
+        for small in SMALL_SIZES:
+            scalars = dict(source.scalars, **{name: min(int(source.scalars[name]), small)})
+            if scalars in seen or all(int(scalars[n]) <= SMALL_SIZES[-1] for n in sizes):
+                continue  # (all small together: _small_sizes has it)
+            seen.append(scalars)
+            slots = [_refit(slot, extents, scalars, None) for slot in source.slots]
+            found.append(Derived(f"{source.label} with one size small beside large others "
+                                 f"({_changes(source.scalars, scalars)})", scalars, slots))
     return found
 
 

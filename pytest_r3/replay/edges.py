@@ -12,8 +12,10 @@ Each rule answers a rewrite that was accepted and then wrong in production:
   denormal, is right on every value a test draws);
 - the signed size arguments negated, and every size zero (``if (n < 0) n = -n;``
   computes where the original does nothing);
-- every buffer one element into its allocation (an aligned vector store through a vector
-  type, ``*(float4 *)y = ...``, faults on ``a[1:]`` of a numpy array);
+- every buffer one, two, three... elements into its allocation, at each misalignment
+  below 16 bytes its dtype allows (an aligned vector store through a vector type,
+  ``*(float4 *)y = ...``, faults on ``a[1:]`` of a numpy array; a peel to a 16-byte
+  boundary that forgets ``y % 16 == 8`` faults on ``a[2:]`` or a row of a 2-D array);
 - a read-only input and a written buffer passed as two views of one buffer, one starting
   1 or a few elements after the other (a loop walked backwards is wrong for the in-place
   shift ``f(n, a, buf + 1, buf)`` that a forward loop gets right).
@@ -33,7 +35,7 @@ import re
 
 import numpy as np
 
-from . import verify
+from . import layout, verify
 from .cases import Derived, Slot
 
 ZEROS = 0.15      # share of a float input's elements made zero beside the special values
@@ -167,23 +169,46 @@ def _listed(scalars: dict, names: list[str]) -> str:
 
 
 def _misaligned(case) -> list[Derived]:
-    """Every buffer passed as a view starting one element into its own allocation (what
-    ``a[1:]`` of a numpy array is): an aligned vector store through a vector type
-    (``*(float4 *)y = ...``) faults there, and every other layout drawn is 16-byte
-    aligned. The element before each view holds a copy of its first value."""
-    slots = []
-    for slot in case.slots:
-        values = slot.values
-        if len(slot.params) != 1 or slot.views or not values.size:
-            return []
-        grown = np.concatenate([values.reshape(-1)[:1], values.reshape(-1)])
-        slots.append(Slot(slot.params, slot.written, grown,
-                          {slot.params[0]: (1, values.shape)}))
-    if not slots:
+    """Every buffer passed as a view starting inside its own allocation, once per
+    misalignment a numpy view can have against the allocator's 16 bytes: 4, 8 and 12
+    bytes for float32 (``a[1:]``, ``a[2:]``, ``a[3:]``, or any row of a 2-D array whose
+    width is 2 mod 4), 8 for float64. A rewrite that peels to a 16-byte boundary and
+    forgets one of them faults there (an aligned store through a vector type) or writes
+    before its buffer, and every other layout drawn is 16-byte aligned. A buffer whose
+    element size does not divide a misalignment is shifted by the largest whole number of
+    elements below it. The elements before each view repeat its first values."""
+    if any(len(slot.params) != 1 or slot.views or not slot.values.size
+           for slot in case.slots) or not case.slots:
         return []
-    return [Derived(f"{case.label} with every buffer one element into its allocation "
-                    "(misaligned, as a numpy slice a[1:] is)", dict(case.scalars), slots,
-                    alone=True)]  # a fault is this case's: the verdict names it
+    shifts = sorted({k * size for size in {slot.values.dtype.itemsize for slot in case.slots}
+                     if layout.ALIGNMENT % size == 0 for k in range(1, layout.ALIGNMENT // size)})
+    if not shifts:  # 16-byte elements: every view is aligned
+        return []
+    size = min(slot.values.dtype.itemsize for slot in case.slots)
+    slices = [f"a[{shift // size}:]" for shift in shifts]
+    together = (f"{case.label} with every buffer {_either(shifts)} bytes into its "
+                f"allocation (misaligned, as numpy slices {_either(slices)} of {size}-byte "
+                "elements are)")  # one batch of their own: a fault names them
+    found = []
+    for shift, sliced in zip(shifts, slices, strict=True):
+        slots = []
+        for slot in case.slots:
+            itemsize = slot.values.dtype.itemsize
+            elements = shift // itemsize if layout.ALIGNMENT % itemsize == 0 else 0
+            flat = slot.values.reshape(-1)
+            grown = np.concatenate([np.resize(flat, elements), flat])
+            slots.append(Slot(slot.params, slot.written, grown,
+                              {slot.params[0]: (elements, slot.values.shape)}))
+        found.append(Derived(
+            f"{case.label} with every buffer {shift} bytes into its allocation "
+            f"(misaligned, as a numpy slice {sliced} of {size}-byte elements is)",
+            dict(case.scalars), slots, alone=together))
+    return found
+
+
+def _either(items: list) -> str:
+    words = [str(item) for item in items]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
 
 
 def _shifted_in_place(case, rng: np.random.Generator) -> list[Derived]:

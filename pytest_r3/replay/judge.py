@@ -55,7 +55,8 @@ class Case:
                                      # propagates them
     empty: bool = False              # derived at negative sizes: kept where the
                                      # baseline writes nothing
-    alone: bool = False              # verified in a batch of its own (a crash names it)
+    alone: str = ""                  # verified in a batch of its own, with the others of
+                                     # this name (a crash names them)
 
     @property
     def nbytes(self) -> int:
@@ -75,6 +76,12 @@ PRODUCTION = "production_layout"
 # The two poisons that probe whether the baseline reads a buffer it writes: random bytes,
 # then NaN or Inf in every floating-point element (see buffers.poison_for).
 PROBE_SEEDS = (11, -12)
+
+# A crash only where buffers end against a read-only page (see buffers.fenced_seed).
+FENCED_HINT = (" (on the second run of cases the first run passed, where each buffer ends "
+               "just before a read-only page: a store past the end of a buffer faults there, "
+               "even one that writes back the bytes it read, as it would beside a read-only "
+               "mapping in production)")
 
 # Workloads timed per candidate at most: each costs its launch time every timing round.
 TIMED_WORKLOADS = 8
@@ -194,9 +201,9 @@ class Judge:
         def run(case: Case, fills: dict, guard_seed: int):
             return run_batch([(case, fills, guard_seed)])[0]
 
-        reply = run(case, {}, 1)
-        first = self._outputs(case, reply, 1)
-        again = self._outputs(case, run(case, {}, 2), 2)
+        reply = run(case, {}, 2)
+        first = self._outputs(case, reply, 2)
+        again = self._outputs(case, run(case, {}, 4), 4)
         for number in first:
             if first[number].tobytes() != again[number].tobytes():
                 raise ReferenceError(f"the baseline gives different outputs on two runs of "
@@ -222,8 +229,8 @@ class Judge:
                 continue
             probes, others_unmoved = [], True
             for seed in PROBE_SEEDS:
-                probe_reply = run(case, {str(number): seed}, 3)
-                outputs = self._outputs(case, probe_reply, 3)
+                probe_reply = run(case, {str(number): seed}, 6)
+                outputs = self._outputs(case, probe_reply, 6)
                 probes.append(outputs[number])
                 others_unmoved &= _reads_none_of(number, outputs, first, probe_reply[0],
                                                  reply[0])
@@ -309,8 +316,9 @@ class Judge:
 
     def verify(self, run, cases: list[Case], attempts: int = 2, kind: str | None = None,
                what: str = "", smallest_first: bool = True) -> None:
-        """Each case run ``attempts`` times, each with its own random poison and guards; every
-        run must match the reference (a second run that does not is nondeterminism).
+        """Each case run ``attempts`` times, each with its own random poison and guards, the
+        second with every buffer ending against a read-only page (buffers.fenced_seed);
+        every run must match the reference (a second run that does not is nondeterminism).
         ``run`` takes a batch of ``(case, fills, guard_seed)`` and returns the replies."""
         if smallest_first and len(cases) > 2:
             self.verify_smallest(run, cases, kind, what)
@@ -320,12 +328,16 @@ class Judge:
         for origin, group in groups.items():  # a kept-outputs case has no poison to vary
             self._verify_batches(run, [c for c in group if not c.alone],
                                  1 if origin == "kept" else attempts, kind, what)
+        apart: dict[str, list[Case]] = {}  # batches of their own, by what names them
         for case in (c for c in cases if c.alone):
+            apart.setdefault(case.alone, []).append(case)
+        for name, batch in apart.items():
             try:
-                self._verify_batches(run, [case], attempts, kind, what)
-            except WorkerDied as died:  # the worker's account is kept, the case named
+                self._verify_batches(run, batch, attempts, kind, what)
+            except WorkerDied as died:  # the worker's account is kept, the cases named
                 first = died.result.diagnostics[:1] or ["the worker died"]
-                died.result.diagnostics[:1] = [f"{first[0]} (on {case.label})"]
+                named = batch[0].label if len(batch) == 1 else name
+                died.result.diagnostics[:1] = [f"{first[0]} (on {named})"]
                 raise
 
     def verify_smallest(self, run, cases: list[Case] | None = None, kind: str | None = None,
@@ -342,9 +354,15 @@ class Judge:
         if not cases:
             return
         for attempt in range(attempts):
+            # the second attempt's buffers end against a read-only page (buffers.fenced_seed)
             plan = [(case, {n: secrets.randbits(62) for n in case.output_only},
-                     secrets.randbits(40)) for case in cases]
-            replies = run([(case, case.fills(seeds), guard) for case, seeds, guard in plan])
+                     secrets.randbits(39) << 1 | attempt % 2) for case in cases]
+            try:
+                replies = run([(case, case.fills(seeds), guard) for case, seeds, guard in plan])
+            except WorkerDied as died:
+                if attempt % 2 and died.result.diagnostics:  # the same cases ran unfenced
+                    died.result.diagnostics[0] += FENCED_HINT
+                raise
             named = kind or ("mismatch" if attempt == 0 else "nondeterministic")
             prefix = what or ("" if attempt == 0 else "a second run (other poison) of ")
             for (case, seeds, guard), reply in zip(plan, replies, strict=True):

@@ -37,6 +37,8 @@ ADJACENT_STYLE = "heap"
 PREV_INUSE = 1  # a heap block's size word: the block before it is in use
 CLASS_BITS = 12  # the seed's low bits: which style and order (see seed_for)
 PAGE = mmap.PAGESIZE
+ALIGNMENT = 16  # what glibc's malloc (and so numpy) aligns every block to
+HUGE = 1 << 22  # numpy advises huge pages for blocks of this many bytes and more
 WORD = 8
 MAPPED_HEADER = 2 * WORD  # glibc's mapped block: prev_size, then size | IS_MMAPPED
 IS_MMAPPED = 2
@@ -128,7 +130,7 @@ def mapped_array(like: np.ndarray) -> tuple[np.ndarray, int]:
     size = -(-(request + WORD) // PAGE) * PAGE
     region = mmap.mmap(-1, size)
     region[WORD:MAPPED_HEADER] = (size | IS_MMAPPED).to_bytes(WORD, "little")
-    if like.nbytes >= 1 << 22 and hasattr(mmap, "MADV_HUGEPAGE"):
+    if like.nbytes >= HUGE and hasattr(mmap, "MADV_HUGEPAGE"):
         try:  # as numpy advises the pages of its large blocks
             region.madvise(mmap.MADV_HUGEPAGE, PAGE, size - PAGE)
         except OSError:

@@ -23,7 +23,7 @@ from ..model.launch import LaunchConfig
 from ..model.pipeline import Pipeline
 from ..model.signature import Signature, param_from_dict
 from . import protocol
-from .buffers import GuardedBuffer, PlainBuffer, plain_buffers
+from .buffers import GuardedBuffer, PlainBuffer, fenced_seed, plain_buffers
 from .cases import Slot
 from .counters import Counters
 from .device_timing import DeviceTimed
@@ -59,6 +59,9 @@ class Runner:
         self.launch = (LaunchConfig.from_portable(spec.launch, f"kernel {spec.name!r}")
                        if spec.launch else None)
         self.variants: dict[str, object] = {}
+        # guarded buffers of odd seeds end against a read-only page where the kernel runs on
+        # host memory (see buffers.fenced_seed); a GPU copies its buffers, guards and all
+        self.fenced = self.backend.name == "cpu"
         prefer_heap()  # a heap buffer of the production layout is one (see layout)
         self.cases: list[WorkerCase] = []
         self._repeats: dict[tuple, int] = {}  # launches per timed sample, by (reference, case)
@@ -124,7 +127,8 @@ class Runner:
         if plain:
             buffers += plain_buffers([slot.values for slot in case.slots], guard_seed)
         else:
-            buffers += [GuardedBuffer(slot.values, guard_seed + number)
+            fenced = self.fenced and fenced_seed(guard_seed)
+            buffers += [GuardedBuffer(slot.values, guard_seed + number, fenced)
                         for number, slot in enumerate(case.slots)]
         by_param = {}
         for number, (slot, buffer) in enumerate(zip(case.slots, buffers, strict=True)):

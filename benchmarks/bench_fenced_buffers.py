@@ -1,0 +1,47 @@
+"""What the read-only page after each buffer costs a verification run: a guarded buffer
+made, filled and read back, unfenced (the first run of a case) and fenced (its second
+run: a fresh mapping whose tail is made read-only, see replay/buffers.py), at sizes from a
+test's to a workload's. Median microseconds per buffer over interleaved repetitions.
+
+    python benchmarks/bench_fenced_buffers.py [--repeats 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+import numpy as np
+
+from pytest_r3.replay.buffers import GuardedBuffer, check_guards
+
+SIZES = (37, 1000, 65536, 1 << 20)  # float32 elements
+
+
+def _once(like: np.ndarray, fenced: bool) -> float:
+    started = time.perf_counter()
+    buffer = GuardedBuffer(like, 5, fenced)
+    buffer.fill(like, None)
+    assert check_guards(buffer.storage, like, 5) is None
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=200)
+    args = parser.parse_args()
+    for size in SIZES:
+        like = np.random.default_rng(size).standard_normal(size).astype(np.float32)
+        times: dict[bool, list[float]] = {False: [], True: []}
+        for _ in range(args.repeats):  # interleaved, so a busy machine slows both alike
+            for fenced in (False, True):
+                times[fenced].append(_once(like, fenced))
+        plain, fenced = (statistics.median(times[f]) * 1e6 for f in (False, True))
+        print(f"n={size:>8}: unfenced {plain:9.1f} us  fenced {fenced:9.1f} us  "
+              f"{fenced / plain:5.2f}x  (load {os.getloadavg()[0]:.1f})")
+
+
+if __name__ == "__main__":
+    main()
