@@ -9,12 +9,18 @@ Two measurements decide, never the search's figures:
   candidate ran in it, and none of its figures chose the winner): the winner is timed A/B
   against the baseline there, and it is claimed only when the whole confirmed interval
   lies above the band. The same rule, mirrored, fails ``--r3-check`` on a regression.
+- **the slow-path probes** (``replay/probes.py``), timed in that same confirmation: the
+  largest timed input with its written buffers misaligned, with zeros in its float inputs,
+  and with an input and an output as rows of one array. A winner timed slower than the
+  original on any of them, beyond the band, is not claimed: it would be fast on the
+  recorded values and layouts and slower than the original on other data in production.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..replay.probes import ProbeTiming
 from ..replay.protocol import Candidate, Result
 from ..replay.statistics import band_from
 
@@ -87,8 +93,25 @@ class Claim:
         return self.result.timing.verdict(self.band.width)
 
     @property
+    def slower_probes(self) -> list[ProbeTiming]:
+        """The slow-path probes the winner was timed slower on than the original, beyond
+        the band (slowest first)."""
+        slower = [p for p in self.result.probes if p.slower(self.band.width)]
+        return sorted(slower, key=lambda p: p.timing.speedup)
+
+    @property
     def holds(self) -> bool:
-        return self.verdict == "faster"
+        return self.verdict == "faster" and not self.slower_probes
+
+    def probes_said(self) -> str:
+        """The row's note on the slow-path probes of a claim that holds ("" without any)."""
+        probes = self.result.probes
+        if not probes:
+            return ""
+        worst = min(probes, key=lambda p: p.timing.speedup)
+        return (f"timed on {len(probes)} slow-path probe(s) too: none slower than the "
+                f"original beyond the noise band (lowest {worst.timing.speedup:.2f}x, on "
+                f"{worst.label})")
 
     def why_not(self, estimate: float | None) -> str:
         """The row's note when the claim did not reproduce."""
@@ -98,6 +121,12 @@ class Claim:
                     f"fresh worker process: {self.result.reason()}")
         timing = self.result.timing
         low, high = timing.interval
+        if self.verdict == "faster" and self.slower_probes:
+            worst = self.slower_probes[0]
+            others = len(self.slower_probes) - 1
+            return (f"not locked: the winner ({searched}confirmed {timing.speedup:.2f}x) is "
+                    f"{worst.describe()}, beyond the noise band {self.band.describe()}"
+                    + (f"; slower on {others} more slow-path probe(s)" if others else ""))
         return (f"not locked: the winner did not reproduce in a {CONFIRMED_IN} "
                 f"({searched}confirmed {timing.speedup:.2f}x, interval {low:.2f}-{high:.2f}, "
                 f"not wholly above the noise band {self.band.describe()})")
