@@ -44,12 +44,12 @@ VECTOR = """
         y[i] = alpha * x[i] + y[i];
 """
 
-# A slow path: extra passes over x, then the original's scalar loop
+# A slow path: an extra pass over x (through memory: a few times the loop's own cost),
+# then the original's scalar loop
 SLOW = """
     volatile float sink = 0.0f;
-    for (int pass = 0; pass < 8; ++pass)
-        for (long i = 0; i < n; ++i)
-            sink += x[i];
+    for (long i = 0; i < n; ++i)
+        sink += x[i];
 #pragma clang loop vectorize(disable) interleave(disable) unroll(disable)
     for (long i = 0; i < n; ++i)
         y[i] = alpha * x[i] + y[i];
@@ -82,9 +82,8 @@ void scaled_add(long n, float alpha, const float *x, float *y)
             continue;
         }
         volatile float sink = 0.0f;
-        for (int pass = 0; pass < 8; ++pass)
-            for (int k = 0; k < 64; ++k)
-                sink += x[i + k];
+        for (int k = 0; k < 64; ++k)
+            sink += x[i + k];
 #pragma clang loop vectorize(disable) interleave(disable) unroll(disable)
         for (int k = 0; k < 64; ++k)
             if (x[i + k] != 0.0f || alpha - alpha != 0.0f)
@@ -139,9 +138,8 @@ void jacobi2d(int rows, int cols, const float *in, float *out)
             continue;
         }
         volatile float sink = 0.0f;
-        for (int pass = 0; pass < 8; ++pass)
-            for (int j = 0; j < cols; ++j)
-                sink += mid[j];
+        for (int j = 0; j < cols; ++j)
+            sink += mid[j];
 #pragma clang loop vectorize(disable) interleave(disable) unroll(disable)
         for (int j = 1; j < cols - 1; ++j)
             o[j] = 0.25f * (up[j] + dn[j] + mid[j - 1] + mid[j + 1]);
@@ -294,3 +292,70 @@ def test_probe_timings_cross_the_wire(scaled_add_pool):
     assert [p.label for p in again.probes] == [p.label for p in result.probes]
     assert [p.timing.speedup for p in again.probes] == \
         [p.timing.speedup for p in result.probes]
+
+
+# -- end to end: pytest --r3-tune with a model whose rewrite is attempt D ------------------
+
+PROJECT_TEST = """
+import numpy as np
+import pytest
+
+from saxpymod import scaled_add
+
+
+@pytest.mark.r3_oracle(scaled_add)
+@pytest.mark.parametrize("n", [1000, 65536])
+def test_scaled_add(n):
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal(n, dtype=np.float32)
+    y = rng.standard_normal(n, dtype=np.float32)
+    expected = 0.5 * x + y
+    scaled_add(n, 0.5, x, y)
+    np.testing.assert_allclose(y, expected, rtol=1e-6, atol=1e-6)
+"""
+
+INI = """
+[pytest]
+r3_search_pipeline = false
+r3_workers = 1
+r3_llm_generations = 1
+r3_llm_islands = 1
+r3_llm_children = 1
+r3_llm_repairs = 0
+r3_llm_inner_budget = 0
+"""
+
+
+def test_tune_does_not_lock_a_rewrite_slower_on_a_misaligned_y(tmp_path):
+    """The row of `pytest --r3-tune` says which probe and by how much; no patch, no lock."""
+    import json
+    import subprocess
+    import sys
+
+    from pytest_r3.llm.testing import ScriptedChatServer
+
+    (tmp_path / "saxpy.c").write_text(SCALED_ADD)
+    (tmp_path / "saxpymod.py").write_text(
+        'import pytest_r3 as r3\n\nscaled_add = r3.kernel("saxpy.c", entry="scaled_add")\n')
+    (tmp_path / "test_saxpy.py").write_text(PROJECT_TEST)
+    (tmp_path / "pytest.ini").write_text(INI)
+    answer = f"Vectorised for aligned arrays.\n```c\n{ALIGNED_ONLY}```\n"
+    with ScriptedChatServer(lambda body: answer) as server:
+        result = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--r3-tune",
+             "--r3-llm-model", "scripted", "--r3-llm-base-url", server.base_url,
+             "--r3-llm-api-key-env", "none"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        assert server.requests, "the model was never asked"
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    joined = " ".join(line.strip() for line in out.splitlines())
+    assert re.search(r"not locked: the winner \(estimated [\d.]+x in the search, confirmed "
+                     r"[\d.]+x\) is [\d.]+x slower than the original on y misaligned by "
+                     r"[48] bytes", joined), out
+    assert "tuned (source rewrite)" not in out, out
+    assert not (tmp_path / ".r3" / "patches" / "scaled_add.patch").exists()
+    lock = tmp_path / "r3.lock"
+    entries = json.loads(lock.read_text())["kernels"].get("scaled_add") \
+        if lock.exists() else None
+    assert not entries, entries
