@@ -12,18 +12,24 @@ decides it (``tuning.claims.confirm``).
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import pytest_r3 as r3
+from pytest_r3.llm.testing import ScriptedChatServer
 from pytest_r3.record.store import RecordingStore, capture
 from pytest_r3.replay import Candidate, KernelSpec, ReplaySettings, Result
 from pytest_r3.replay.cases import Slot
+from pytest_r3.replay.measurement import Timing
 from pytest_r3.replay.pool import ServerPool
-from pytest_r3.replay.probes import plan
-from pytest_r3.tuning.claims import MIN_EFFECT, Band, confirm
+from pytest_r3.replay.probes import ProbeTiming, plan
+from pytest_r3.tuning.claims import MIN_EFFECT, Band, Claim, confirm
 
 SETTINGS = ReplaySettings(timing_rounds=15, min_sample_seconds=1e-3)
 BAND = Band(MIN_EFFECT)  # the narrowest band tuning ever uses: the strictest for the original
@@ -232,8 +238,6 @@ def test_the_original_timed_against_itself_is_within_noise_on_every_probe(
 @pytest.fixture(scope="module")
 def matmul_pool(tmp_path_factory):
     """The example project's matmul (naive i-j-k order, tiles as macros), recorded at n=256."""
-    from pathlib import Path
-
     source = Path(__file__).parent.parent / "example_project" / "exampleproj" / "kernels"
     rng = np.random.default_rng(3)
     launches = [(n, rng.standard_normal((n, n)), rng.standard_normal((n, n)),
@@ -284,6 +288,31 @@ def test_probes_of_float_and_double_buffers():
         "zeros in 10% of a", "a all zeros"]  # a device copies each buffer apart
 
 
+def _timing(ratio: float, spread: float = 0.01) -> Timing:
+    """Eight rounds whose baseline/candidate ratios lie around ``ratio``."""
+    ratios = ratio * (1 + spread * np.linspace(-1, 1, 8))
+    return Timing.from_samples([1.0] * 8, list(1.0 / ratios))
+
+
+def test_a_claim_holds_only_when_no_probe_is_slower_beyond_the_band():
+    within = ProbeTiming("y misaligned by 8 bytes", _timing(0.98))  # inside a 3% band
+    slower = ProbeTiming("zeros in 10% of x", _timing(1 / 2.7))
+    clear = Result("ok", timing=_timing(1.5), probes=(within,))
+    assert Claim(clear, BAND).holds
+    assert Claim(clear, BAND).probes_said().startswith(
+        "timed on 1 slow-path probe(s) too: none slower than the original beyond the noise "
+        "band (lowest 0.98x, on y misaligned by 8 bytes)")
+    refused = Claim(Result("ok", timing=_timing(1.5), probes=(within, slower)), BAND)
+    assert refused.verdict == "faster" and not refused.holds
+    assert refused.slower_probes == [slower]
+    assert re.match(r"not locked: the winner \(estimated 1\.60x in the search, confirmed "
+                    r"1\.50x\) is 2\.7x slower than the original on zeros in 10% of x "
+                    r"\(speedup 0\.37x", refused.why_not(1.6)), refused.why_not(1.6)
+    # a wider band (a noisier machine) lets a probe slower by less than it through
+    assert Claim(Result("ok", timing=_timing(1.5), probes=(
+        ProbeTiming("x all zeros", _timing(0.9)),)), Band(0.15)).holds
+
+
 def test_probe_timings_cross_the_wire(scaled_add_pool):
     with scaled_add_pool.fresh() as server:
         result = server.evaluate(Candidate(source_text=ALIGNED_ONLY))
@@ -328,12 +357,6 @@ r3_llm_inner_budget = 0
 
 def test_tune_does_not_lock_a_rewrite_slower_on_a_misaligned_y(tmp_path):
     """The row of `pytest --r3-tune` says which probe and by how much; no patch, no lock."""
-    import json
-    import subprocess
-    import sys
-
-    from pytest_r3.llm.testing import ScriptedChatServer
-
     (tmp_path / "saxpy.c").write_text(SCALED_ADD)
     (tmp_path / "saxpymod.py").write_text(
         'import pytest_r3 as r3\n\nscaled_add = r3.kernel("saxpy.c", entry="scaled_add")\n')
