@@ -7,8 +7,8 @@ updates, a cold grid), an overlap test that takes two rows of one array for over
 Each probe is the largest timed case with one such change, and a claim's confirmation
 (``ReplaySettings.probes``, see ``pool.fresh``) times the candidate against the baseline
 there too, with the same interleaved timing; a candidate slower than the original on any
-probe beyond the noise band is not locked (see ``tuning.claims``). Not in the search: the
-probes cost a timing each, paid once per claim.
+probe beyond the noise band (and a margin, twice: see ``tuning.claims``) is not locked.
+Not in the search: the probes cost a timing each, paid once per claim.
 
 The probes:
 
@@ -60,7 +60,7 @@ class ProbeTiming:
         return self.timing.verdict(band) == "slower"
 
     def describe(self) -> str:
-        """"2.7x slower than the original on y misaligned by 8 bytes"."""
+        """"2.7x slower than the original on y misaligned by 8 bytes (...)"."""
         low, high = self.timing.interval
         return (f"{1 / self.timing.speedup:.1f}x slower than the original on {self.label} "
                 f"(speedup {self.timing.speedup:.2f}x, 95% interval {low:.2f}-{high:.2f})")
