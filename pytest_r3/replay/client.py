@@ -173,7 +173,8 @@ class ReplayServer:
         kept = []
         for label, case in planned:
             try:
-                self.judge.learn(case, self._runner("baseline", self.load_timeout))
+                self.judge.learn(case, self._runner("baseline", self.load_timeout),
+                                 output_only=False)
                 kept.append((label, case))
                 continue
             except (ReferenceError, Rejected) as exc:
@@ -460,7 +461,10 @@ class ReplayServer:
             "checks": [[case.fills(s) for case, s in zip(timed, parity, strict=True)]
                        for parity in seeds], "weights": weights,
             "restore": [in_place(case) for case in timed],
-            "budget": TIMING_SHARE * self.request_timeout}, self.request_timeout)
+            "budget": TIMING_SHARE * self.request_timeout,
+            # a probe asks whether the candidate is far slower: the fewest rounds do
+            "rounds": None if cases is None else self.settings.min_timing_rounds},
+            self.request_timeout)
         try:
             timing = Timing.from_dict(data.get("timing"), weights)
         except MalformedTiming as exc:
