@@ -209,6 +209,19 @@ def test_a_slow_path_for_blocks_holding_zeros_is_not_locked(scaled_add_pool):
     _not_locked_on(claim, {"zeros in 10% of x"})
 
 
+# attempt A: an alignment peel that forgets y % 16 == 8 (here: a fault there)
+PEEL_FORGETS_8 = ("void scaled_add(long n, float alpha, const float *x, float *y)\n{\n"
+                  "    if (((unsigned long)y & 15) == 8)\n"
+                  "        *(volatile float *)(y - (1L << 40)) = 0.0f;" + VECTOR + "}\n")
+
+
+def test_a_fault_on_a_probe_is_a_crash_that_names_it(scaled_add_pool):
+    claim = confirm(scaled_add_pool, Candidate(source_text=PEEL_FORGETS_8), BAND)
+    assert claim.result.status == "crash" and not claim.holds, claim.result.summary()
+    assert claim.result.reason().endswith(
+        "(timed on the slow-path probe y misaligned by 8 bytes)"), claim.result.reason()
+
+
 def test_a_slow_path_for_consecutive_rows_is_not_locked(scaled_add_pool):
     claim = confirm(scaled_add_pool, Candidate(source_text=ROWS_OVERLAP), BAND)
     _not_locked_on(claim, {"x and y as consecutive rows of one array (y right after x)"})

@@ -402,9 +402,17 @@ class ReplayServer:
 
     def _time_probes(self, name: str) -> tuple[ProbeTiming, ...]:
         """Variant ``name`` timed against the baseline on each slow-path probe alone, and
-        its outputs there checked as the timed runs' are."""
-        return tuple(ProbeTiming(label, self._time(name, cases=[case]))
-                     for label, case in self.probes or ())
+        its outputs there checked as the timed runs' are; a crash there names the probe."""
+        timings = []
+        for label, case in self.probes or ():
+            try:
+                timings.append(ProbeTiming(label, self._time(name, cases=[case])))
+            except WorkerDied as died:  # the worker's account is kept, the probe named
+                first = died.result.diagnostics[:1] or ["the worker died"]
+                died.result.diagnostics[:1] = [f"{first[0]} (timed on the slow-path probe "
+                                               f"{label})"]
+                raise
+        return tuple(timings)
 
     def time_probes(self, candidate: Candidate) -> tuple[ProbeTiming, ...]:
         """``candidate`` timed against the baseline on every slow-path probe of a server
