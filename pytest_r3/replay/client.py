@@ -15,11 +15,12 @@ from pathlib import Path
 from ..backends import get_backend
 from ..errors import R3Error
 from ..record.store import RecordingStore
-from . import contract, layout, protocol
+from . import contract, layout, probes, protocol
 from .compile import CandidateCompiler
 from .device_timing import Clocks, DeviceFacts, DeviceTiming, speed_of_light
 from .judge import Case, Judge, ReferenceError
 from .measurement import RACE_STOPS, MalformedTiming, Timing, Workload
+from .probes import ProbeTiming
 from .process import DEFAULT_ADDRESS_SPACE, WorkerDied, WorkerProcess
 from .protocol import Candidate, KernelSpec, Rejected, ReplaySettings, Result
 from .statistics import NOISE_FLOOR
@@ -76,6 +77,8 @@ class ReplayServer:
         self.consecutive_crashes = 0
         self.containment = ""
         self.dropped_cases: list[str] = []
+        # (label, case) of each slow-path probe, learnt from the baseline (settings.probes)
+        self.probes: list[tuple[str, Case]] | None = None
         self.compiler: CandidateCompiler | None = None
         self._names = itertools.count()
         self._index: dict[int, int] = {}
@@ -109,10 +112,13 @@ class ReplayServer:
         backend = get_backend(self.spec.backend)
         self.prepare()
         with self._loading():
-            if self.judge is None:
+            learnt = self.judge is None
+            if learnt:
                 self._learn_reference()
-            else:
-                self._send_cases(self.judge.cases)
+            if self.settings.probes and self.probes is None:
+                self._learn_probes()
+            elif not learnt or self.probes:
+                self._send_cases(self._cases())
             _, data, _ = self._ask("seal", {"ioctl": not getattr(backend, "address_space_cap",
                                                                   True)}, self.load_timeout)
             self.containment = str(data.get("containment", ""))
@@ -147,6 +153,42 @@ class ReplayServer:
         self._ask("cases", {"layout": [case.layout() for case in cases]}, self.load_timeout,
                   arrays)
         self._index = {id(case): index for index, case in enumerate(cases)}
+
+    def _cases(self) -> list[Case]:
+        """Every case the worker holds: the judge's, then the probes (if any)."""
+        return self.judge.cases + [case for _, case in self.probes or ()]
+
+    def _learn_probes(self) -> None:
+        """The slow-path probes of the largest timed case (see probes), learnt from the
+        baseline like every case, before any candidate runs in this worker; a probe the
+        baseline cannot run (it crashes, writes out of bounds or is not deterministic
+        there) is dropped."""
+        timed = self.judge.timed()
+        # on a GPU each argument is its own device copy: no layout to probe
+        host = getattr(get_backend(self.spec.backend), "address_space_cap", True)
+        largest = max(timed, key=lambda c: c.nbytes) if timed else None
+        planned = [] if largest is None else [
+            (probe.label, Case(f"the largest timed case with {probe.label} (a slow-path "
+                               "probe)", "probe", probe.scalars, probe.slots))
+            for probe in probes.plan(largest.scalars, largest.slots, self.settings.seed, host)]
+        self.probes = planned
+        self._send_cases(self._cases())
+        kept = []
+        for label, case in planned:
+            try:
+                self.judge.learn(case, self._runner("baseline", self.load_timeout),
+                                 output_only=False)
+                kept.append((label, case))
+                continue
+            except (ReferenceError, Rejected) as exc:
+                reason = str(exc)
+            except WorkerDied as died:  # a fresh worker for the rest (see _learn_reference)
+                reason = died.result.reason()
+                self._kill()
+                self._spawn()
+                self._send_cases(self._cases())
+            self.dropped_cases.append(f"slow-path probe {label}: {reason}")
+        self.probes = kept
 
     def _learn_reference(self) -> None:
         """Run the baseline on every planned case, before any candidate has run in the
@@ -290,9 +332,7 @@ class ReplayServer:
         name = f"candidate{next(self._names)}"
         tunables = {**self.spec.default_macros, **candidate.macros, **candidate.launch}
         pipeline = {**self.spec.pipeline, **candidate.pipeline}
-        _, built, _ = self._ask("build", {"name": name, "ir": compiled.ir, "pipeline": pipeline,
-                                          "tunables": tunables}, self.request_timeout)
-        result.compile_seconds.update(built.get("seconds", {}))
+        result.compile_seconds.update(self._build(name, compiled.ir, candidate))
         run = self._runner(name, self.request_timeout)
         emulated = getattr(self.compiler.backend, "emulated", False)  # CUDA on the CPU
         racing = candidate.race_against is not None and not emulated
@@ -347,10 +387,48 @@ class ReplayServer:
                 f"{self.settings.sanity_bound:g}x: verified again on "
                 f"{len(self.judge.reserve())} more perturbed input sets; review it before "
                 "trusting it")
+        if self.probes and result.timing.interval[0] > 1.0:  # a claim: the probes too
+            result.probes = self._time_probes(name)
         # last: after its timing's launches, many more on buffers as production's
         self.judge.verify_production(run, self.settings.production_calls)
         self._ask("drop", {"name": name}, self.request_timeout)
         return result
+
+    def _build(self, name: str, ir: str, candidate: Candidate) -> dict:
+        """Optimise and load ``ir`` in the worker as variant ``name`` with ``candidate``'s
+        settings; the seconds it took."""
+        tunables = {**self.spec.default_macros, **candidate.macros, **candidate.launch}
+        pipeline = {**self.spec.pipeline, **candidate.pipeline}
+        _, built, _ = self._ask("build", {"name": name, "ir": ir, "pipeline": pipeline,
+                                          "tunables": tunables}, self.request_timeout)
+        return dict(built.get("seconds", {}))
+
+    def _time_probes(self, name: str) -> tuple[ProbeTiming, ...]:
+        """Variant ``name`` timed against the baseline on each slow-path probe alone, and
+        its outputs there checked as the timed runs' are; a crash there names the probe."""
+        timings = []
+        for label, case in self.probes or ():
+            try:
+                timings.append(ProbeTiming(label, self._time(name, cases=[case])))
+            except WorkerDied as died:  # the worker's account is kept, the probe named
+                first = died.result.diagnostics[:1] or ["the worker died"]
+                died.result.diagnostics[:1] = [f"{first[0]} (timed on the slow-path probe "
+                                               f"{label})"]
+                raise
+        return tuple(timings)
+
+    def time_probes(self, candidate: Candidate) -> tuple[ProbeTiming, ...]:
+        """``candidate`` timed against the baseline on every slow-path probe of a server
+        with ``settings.probes`` (none otherwise), without the rest of an evaluation: the
+        baseline itself (``Candidate()``, built apart) must come out within noise on each."""
+        if not self.worker.running:
+            self.start()
+        name = f"candidate{next(self._names)}"
+        self._build(name, self.compiler.compile(candidate).ir, candidate)
+        try:
+            return self._time_probes(name)
+        finally:
+            self._ask("drop", {"name": name}, self.request_timeout)
 
     def _reference(self, configuration: dict) -> str:
         """The worker's variant to time side by side with a racing candidate: the best
@@ -372,11 +450,12 @@ class ReplayServer:
         return "reference"
 
     def _time(self, name: str, race_against: float | None = None,
-              race_with: dict | None = None) -> Timing:
+              race_with: dict | None = None, cases: list[Case] | None = None) -> Timing:
         """Interleaved timing, then the buffers the timed runs used must hold right answers
         after as many launches in a row as a timed sample made (unless the candidate lost
-        its race: it is never kept, so its buffers need no check)."""
-        timed = self.judge.timed()
+        its race: it is never kept, so its buffers need no check). ``cases``: those instead
+        of the judge's timed ones (a slow-path probe)."""
+        timed = cases or self.judge.timed()
         seeds = [[{n: secrets.randbits(62) for n in case.output_only} for case in timed]
                  for _ in range(2)]
         guard_seed = secrets.randbits(40)
@@ -393,7 +472,10 @@ class ReplayServer:
             "checks": [[case.fills(s) for case, s in zip(timed, parity, strict=True)]
                        for parity in seeds], "weights": weights,
             "restore": [in_place(case) for case in timed],
-            "budget": TIMING_SHARE * self.request_timeout}, self.request_timeout)
+            "budget": TIMING_SHARE * self.request_timeout,
+            # a probe asks whether the candidate is far slower: the fewest rounds do
+            "rounds": None if cases is None else self.settings.min_timing_rounds},
+            self.request_timeout)
         try:
             timing = Timing.from_dict(data.get("timing"), weights)
         except MalformedTiming as exc:
@@ -405,7 +487,9 @@ class ReplayServer:
             per_case = list((race_with or {}).get("case_speedups") or [])
             timing = timing.against_baseline(scale, per_case if len(per_case) == len(timed)
                                              else None)
-        if any(c.origin == "workload" for c in timed):  # the report gives each one's speedup
+        if cases is not None:  # a probe: its label says what it was timed on
+            pass
+        elif any(c.origin == "workload" for c in timed):  # the report gives each one's speedup
             timing = timing.on("workloads", [
                 Workload(case.recording.key, case.recording.workload["origin"],
                          case.recording.shape_signature) for case in timed])

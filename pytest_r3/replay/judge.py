@@ -194,10 +194,13 @@ class Judge:
         return {frozenset((a, b)) for case in self.verifying() if not case.offset
                 for slot in case.slots for a in slot.params for b in slot.params if a < b}
 
-    def learn(self, case: Case, run_batch) -> None:
+    def learn(self, case: Case, run_batch, output_only: bool = True) -> None:
         """What the baseline produces on ``case``; ``run_batch`` runs the baseline (see
         :meth:`verify`). Raises ReferenceError when the baseline cannot be trusted on it (out
-        of bounds, not deterministic, or not the recording)."""
+        of bounds, not deterministic, or not the recording). ``output_only``: also find
+        which written buffers it only writes (two more runs each), so that a candidate's
+        runs fill them with poison; without, every buffer holds its input (a slow-path
+        probe's timed runs, as production calls it)."""
         def run(case: Case, fills: dict, guard_seed: int):
             return run_batch([(case, fills, guard_seed)])[0]
 
@@ -225,7 +228,7 @@ class Judge:
                             "recording is stale or the kernel is not deterministic. Record "
                             "again with `pytest --r3-record`.")
         for number, slot in enumerate(case.slots):
-            if not slot.written or case.after:
+            if not slot.written or case.after or not output_only:
                 continue
             probes, others_unmoved = [], True
             for seed in PROBE_SEEDS:

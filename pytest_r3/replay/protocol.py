@@ -18,6 +18,7 @@ import numpy as np
 
 from ..model.configuration import Configuration
 from .measurement import Timing
+from .probes import ProbeTiming
 
 CLIENT_EVENTS = ("load", "cases", "seal", "build", "run", "time", "drop", "call", "ping",
                  "shutdown")
@@ -159,14 +160,17 @@ class ReplaySettings:
     # the order of timing's heap buffer set: "parameter" in the search, "reverse" where a
     # claim is confirmed (pool.fresh), so each common heap order is timed before a lock
     timed_heap_order: Literal["parameter", "reverse"] = "parameter"
+    # where a claim is confirmed: also timed on the slow-path probes (see probes)
+    probes: bool = False
     seed: int = 0
     # Each layer of the trust model can be tested alone; these exist for that, never for use.
     static_check: bool = True
 
     def confirming(self) -> ReplaySettings:
         """These settings for a server that confirms a claim: its heap set timed in reverse
-        allocation order (the search's is in parameter order)."""
-        return replace(self, timed_heap_order="reverse")
+        allocation order (the search's is in parameter order), and the slow-path probes
+        timed too."""
+        return replace(self, timed_heap_order="reverse", probes=True)
 
     @classmethod
     def from_dict(cls, data: dict) -> ReplaySettings:
@@ -255,7 +259,8 @@ class Candidate(Configuration):
 @dataclass
 class Result:
     """What evaluating a candidate gave; a failure is a result, never an exception.
-    ``timing``: the measurement, None when nothing was timed."""
+    ``timing``: the measurement, None when nothing was timed; ``probes``: its timings on
+    the slow-path probes (a claim's confirmation only, see probes)."""
 
     status: Status
     candidate_key: str = ""
@@ -265,6 +270,7 @@ class Result:
     compile_seconds: dict = field(default_factory=dict)
     review: bool = False
     details: dict = field(default_factory=dict)
+    probes: tuple[ProbeTiming, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -287,7 +293,8 @@ class Result:
 
     def as_dict(self) -> dict:
         return {**{name: getattr(self, name) for name in self.__dataclass_fields__},
-                "timing": None if self.timing is None else self.timing.as_dict()}
+                "timing": None if self.timing is None else self.timing.as_dict(),
+                "probes": [probe.as_dict() for probe in self.probes]}
 
     @classmethod
     def from_dict(cls, data: dict) -> Result:
@@ -297,7 +304,11 @@ class Result:
         if known.get("status") not in STATUSES:
             raise ValueError(f"unknown status {known.get('status')!r}")
         timing = known.pop("timing", None)
-        return cls(**known, timing=Timing.from_dict(timing) if timing else None)
+        probes = known.pop("probes", None) or ()
+        if not isinstance(probes, (list, tuple)):
+            raise ValueError(f"malformed probes {probes!r:.80}")
+        return cls(**known, timing=Timing.from_dict(timing) if timing else None,
+                   probes=tuple(ProbeTiming.from_dict(p) for p in probes))
 
     def summary(self) -> str:
         text = self.status

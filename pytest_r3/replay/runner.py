@@ -13,7 +13,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -220,7 +220,8 @@ class Runner:
     def time(self, variant: str, case_indices: list[int], guard_seed: int,
              checks: list[dict], weights: list[float] | None = None,
              race_against: float | None = None, reference: str = "baseline",
-             restore: list[list[int]] | None = None, budget: float | None = None):
+             restore: list[list[int]] | None = None, budget: float | None = None,
+             rounds: float | None = None):
         """Interleaved timing against the baseline, then the candidate again on each set of
         buffers the timing used, as many launches in a row as a timed sample made, refilled
         as the judge asks (``checks``: the fills of even and odd launches): a variant that
@@ -228,7 +229,10 @@ class Runner:
         checks. ``weights``: what each case counts for in the total (see timing).
         ``reference``: the variant timed side by side, the baseline unless the client built
         the best configuration so far as "reference". ``budget``: seconds the rounds may
-        take (see timing.interleaved_speedup)."""
+        take (see timing.interleaved_speedup). ``rounds``: at most this many timed rounds
+        (``min_timing_rounds`` at least) instead of the settings' ``timing_rounds``."""
+        settings = self.settings if rounds is None else replace(
+            self.settings, timing_rounds=max(self.settings.min_timing_rounds, int(rounds)))
         if reference not in ("baseline", "reference") or reference not in self.variants:
             raise protocol.ProtocolError(f"time against {reference!r}: no such variant")
         sets = {"base": [], "cand": []}
@@ -242,7 +246,7 @@ class Runner:
                 _Counted(self.backend, self.beat), self.variants[reference],
                 self.variants[variant],
                 [args for args, _ in sets["base"]], [args for args, _ in sets["cand"]],
-                self.settings, weights, race_against,
+                settings, weights, race_against,
                 [self._repeats.get((reference, index)) for index in case_indices],
                 # a winner against the best so far is timed again against the baseline: it
                 # may stop as soon as it has won; against the baseline, after the minimum

@@ -99,7 +99,8 @@ class Worker:
                                           _number_or_none(data.get("race_against")),
                                           str(data.get("reference", "baseline")),
                                           data.get("restore"),
-                                          _number_or_none(data.get("budget")))
+                                          _number_or_none(data.get("budget")),
+                                          _number_or_none(data.get("rounds")))
         self.send("timed", reply, buffers)
 
     def on_call(self, data: dict, arrays: dict) -> None:

@@ -9,12 +9,19 @@ Two measurements decide, never the search's figures:
   candidate ran in it, and none of its figures chose the winner): the winner is timed A/B
   against the baseline there, and it is claimed only when the whole confirmed interval
   lies above the band. The same rule, mirrored, fails ``--r3-check`` on a regression.
+- **the slow-path probes** (``replay/probes.py``), timed in that same confirmation: the
+  largest timed input with its written buffers misaligned, with zeros in its float inputs,
+  and with an input and an output as rows of one array. A winner timed slower than the
+  original on any of them, beyond the band and by ``PROBE_MARGIN`` at least, and again in
+  a second fresh process, is not claimed: it would be fast on the recorded values and
+  layouts and slower than the original on other data in production.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..replay.probes import ProbeTiming
 from ..replay.protocol import Candidate, Result
 from ..replay.statistics import band_from
 
@@ -23,6 +30,12 @@ from ..replay.statistics import band_from
 # buffer placement alone moves timings that much between processes.
 MIN_EFFECT = 0.03
 CONFIRMED_IN = "fresh worker process"  # where a claim is measured (reports, r3.lock)
+# The smallest slowdown on a slow-path probe that refuses a claim, whatever the band: a
+# probe is one timing of the largest case, and the baseline timed against itself on the
+# example project's probes (48 MiB scaled_add, 1024 x 1024 jacobi2d, load 7 on 2 cores)
+# read as low as 0.85x, interval 0.74-0.90, where the A/A band was 3%. The slow paths the
+# probes are for cost 1.5x to 70x.
+PROBE_MARGIN = 0.25
 
 
 @dataclass(frozen=True)
@@ -78,6 +91,7 @@ class Claim:
 
     result: Result
     band: Band
+    again: Result | None = None  # a second confirmation, where a probe read slower
 
     @property
     def verdict(self) -> str:
@@ -87,8 +101,45 @@ class Claim:
         return self.result.timing.verdict(self.band.width)
 
     @property
+    def probe_band(self) -> float:
+        """How much slower than the original a probe must read to count: the band, and
+        ``PROBE_MARGIN`` at least."""
+        return max(self.band.width, PROBE_MARGIN)
+
+    def _slower(self, result: Result) -> list[ProbeTiming]:
+        slower = [p for p in result.probes if p.slower(self.probe_band)]
+        return sorted(slower, key=lambda p: p.timing.speedup)
+
+    @property
+    def slower_probes(self) -> list[ProbeTiming]:
+        """The slow-path probes the winner was timed slower on than the original (slowest
+        first): beyond the probe band in the confirmation, and again in the second one
+        where it was made (a second that failed clears none)."""
+        first = self._slower(self.result)
+        if self.again is None or not self.again.ok:
+            return first
+        again = {p.label for p in self._slower(self.again)}
+        return [p for p in first if p.label in again]
+
+    def _again(self, label: str) -> str:
+        """The second confirmation's figure on probe ``label`` ("" if none)."""
+        found = [p for p in (self.again.probes if self.again else ()) if p.label == label]
+        return f"; measured again in a {CONFIRMED_IN}: {found[0].timing.speedup:.2f}x" \
+            if found else ""
+
+    @property
     def holds(self) -> bool:
-        return self.verdict == "faster"
+        return self.verdict == "faster" and not self.slower_probes
+
+    def probes_said(self) -> str:
+        """The row's note on the slow-path probes of a claim that holds ("" without any)."""
+        probes = self.result.probes
+        if not probes:
+            return ""
+        worst = min(probes, key=lambda p: p.timing.speedup)
+        return (f"timed on {len(probes)} slow-path probe(s) too: none slower than the "
+                f"original beyond the noise band (lowest {worst.timing.speedup:.2f}x, on "
+                f"{worst.label})")
 
     def why_not(self, estimate: float | None) -> str:
         """The row's note when the claim did not reproduce."""
@@ -98,6 +149,13 @@ class Claim:
                     f"fresh worker process: {self.result.reason()}")
         timing = self.result.timing
         low, high = timing.interval
+        if self.verdict == "faster" and self.slower_probes:
+            worst = self.slower_probes[0]
+            others = len(self.slower_probes) - 1
+            return (f"not locked: the winner ({searched}confirmed {timing.speedup:.2f}x) is "
+                    f"{worst.describe()}{self._again(worst.label)}, beyond the noise band "
+                    f"{self.band.describe()} and the {PROBE_MARGIN:.0%} margin"
+                    + (f"; slower on {others} more slow-path probe(s)" if others else ""))
         return (f"not locked: the winner did not reproduce in a {CONFIRMED_IN} "
                 f"({searched}confirmed {timing.speedup:.2f}x, interval {low:.2f}-{high:.2f}, "
                 f"not wholly above the noise band {self.band.describe()})")
@@ -105,6 +163,12 @@ class Claim:
 
 def confirm(pool, candidate: Candidate, band: Band) -> Claim:
     """``candidate`` timed A/B against the baseline, verified in full, in a new worker
-    process (``pool.fresh()``)."""
+    process (``pool.fresh()``), on the timed cases and the slow-path probes. Where it reads
+    slower on a probe, it is confirmed once more in another new process before the probe
+    refuses it: one timing of a large case on a busy machine can read slow by chance."""
     with pool.fresh() as server:
-        return Claim(server.evaluate(candidate.unraced()), band)
+        claim = Claim(server.evaluate(candidate.unraced()), band)
+    if claim.verdict == "faster" and claim.slower_probes:
+        with pool.fresh() as server:
+            claim = Claim(claim.result, band, server.evaluate(candidate.unraced()))
+    return claim

@@ -167,6 +167,8 @@ def _tune_variant(kernel, tuning: Tuning, lock_path, row: KernelReport,
         return row
     measured(row, claim.result.timing)
     row.confirmed_in = CONFIRMED_IN
+    if claim.probes_said():
+        row.notes.append(claim.probes_said())
     _achieved_work(kernel, tuning, row)
     row.changes = {"macros": best.macros, "pipeline": best.pipeline,
                    "source": best.source_text is not None}
