@@ -12,8 +12,9 @@ now...) so that a busy machine slows both alike:
    every check, full timing, the late pass) and raced against a best-so-far of 1.5x (as
    the search evaluates most candidates). Median wall seconds per evaluation.
    The same evaluations also give what an unraced one costs less its timing (``checks``:
-   verification, the late pass) and a server's start (``learning``: the baseline run on
-   every planned case), so a busy machine's timing retakes can be told from the checks.
+   verification, the late pass), its timing alone (``timing``) and a server's start
+   (``learning``: the baseline run on every planned case), so a busy machine's timing
+   retakes can be told from the checks.
 2. **a full ``pytest --r3-tune``** of the example project (``bench_tune_walltime.tune``: a
    fresh copy of each checkout's example project, same budget, seed and workers), wall and
    CPU time.
@@ -72,6 +73,11 @@ for name in kernels:
     # the spec saved at recording, less the fields an older checkout does not know
     saved = json.loads((r3_dir / "recordings" / name / "kernel.json").read_text())["spec"]
     known = {f.name for f in dataclasses.fields(KernelSpec)}
+    # and its pipeline less the settings an older checkout does not know (saved at their
+    # defaults, which an older checkout applies as it always did)
+    from pytest_r3.model.pipeline import Pipeline
+    settings = {f.name for f in dataclasses.fields(Pipeline)}
+    saved["pipeline"] = {k: v for k, v in saved.get("pipeline", {}).items() if k in settings}
     spec = KernelSpec.from_dict({k: v for k, v in saved.items() if k in known})
     started = time.perf_counter()
     server = ReplayServer(spec, store.root, store.keys(name),
@@ -89,7 +95,7 @@ for name in kernels:
     server._time = _time
     try:
         server.evaluate(Candidate(label="warm-up"))
-        walls, statuses = {"unraced": [], "raced": [], "checks": []}, []
+        walls, statuses = {"unraced": [], "raced": [], "checks": [], "timing": []}, []
         for macros in variants:
             for kind, race in (("unraced", None), ("raced", 1.5)):
                 started, timed[0] = time.perf_counter(), 0.0
@@ -97,6 +103,7 @@ for name in kernels:
                 walls[kind].append(time.perf_counter() - started)
                 if kind == "unraced":  # everything but the timing: what verification costs
                     walls["checks"].append(walls[kind][-1] - timed[0])
+                    walls["timing"].append(timed[0])
                 # a busy machine may leave a timing without a figure, or past the request
                 # timeout: its cost still counts
                 assert result.status in ("ok", "too_busy", "timeout"), result.summary()
@@ -208,9 +215,10 @@ def main() -> None:
 
     print("\nper-candidate evaluation, median seconds over rounds and now/before: unraced "
           "(a finalist), raced (most of the search), checks (an unraced evaluation less its "
-          "timing: verification and the late pass), learning (a server's start: the "
-          "baseline on every planned case)")
-    for kind in ("unraced", "raced", "checks", "learning"):
+          "timing: verification and the late pass), timing (the unraced evaluation's timing, "
+          "with the check of its buffers), learning (a server's start: the baseline on every "
+          "planned case)")
+    for kind in ("unraced", "raced", "checks", "timing", "learning"):
         for kernel in KERNELS:
             old = statistics.median(f[kernel][kind] for f in per_candidate["before"])
             new = statistics.median(f[kernel][kind] for f in per_candidate["now"])
