@@ -191,12 +191,11 @@ class Judge:
         """What the baseline produces on ``case``; ``run_batch`` runs the baseline (see
         :meth:`verify`). Raises ReferenceError when the baseline cannot be trusted on it (out
         of bounds, not deterministic, or not the recording)."""
-        def run(case: Case, fills: dict, guard_seed: int):
-            return run_batch([(case, fills, guard_seed)])[0]
-
-        reply = run(case, {}, 1)
+        # runs in two round trips, not one each (a round trip costs more than most runs):
+        # the two plain runs, then, once they hold up, the poisoned ones
+        reply, second = run_batch([(case, {}, 1), (case, {}, 2)])
         first = self._outputs(case, reply, 1)
-        again = self._outputs(case, run(case, {}, 2), 2)
+        again = self._outputs(case, second, 2)
         for number in first:
             if first[number].tobytes() != again[number].tobytes():
                 raise ReferenceError(f"the baseline gives different outputs on two runs of "
@@ -217,15 +216,17 @@ class Judge:
                             f"the baseline does not reproduce {case.label}: {problem}; the "
                             "recording is stale or the kernel is not deterministic. Record "
                             "again with `pytest --r3-record`.")
-        for number, slot in enumerate(case.slots):
-            if not slot.written or case.after:
-                continue
+        probed = [] if case.after else [n for n, slot in enumerate(case.slots) if slot.written]
+        replies = iter(run_batch([(case, {str(number): seed}, 3) for number in probed
+                                  for seed in PROBE_SEEDS]) if probed else [])
+        for number in probed:
+            slot = case.slots[number]
             probes, others_unmoved = [], True
-            for seed in PROBE_SEEDS:
-                probe_reply = run(case, {str(number): seed}, 3)
-                outputs = self._outputs(case, probe_reply, 3)
-                probes.append(outputs[number])
-                others_unmoved &= _reads_none_of(number, outputs, first, probe_reply[0],
+            for _ in PROBE_SEEDS:
+                probe_reply = next(replies)
+                written = self._outputs(case, probe_reply, 3)
+                probes.append(written[number])
+                others_unmoved &= _reads_none_of(number, written, first, probe_reply[0],
                                                  reply[0])
             kept = _equal_elements(probes[0], probes[1])
             poison = [poison_for(slot.values, seed) for seed in PROBE_SEEDS]
