@@ -135,7 +135,7 @@ def _tune_variant(kernel, tuning: Tuning, lock_path, row: KernelReport,
             outcome = Tuner(kernel.name, kernel.source.hash, space, pool.servers, store,
                             optimizer=settings.optimizer, seed=settings.seed,
                             budget=settings.budget, remeasure=settings.retune,
-                            band=band.width,
+                            band=band.width, baseline=band.calibration,
                             progress=_progress(tuning, settings.budget, pool)).run()
             best, result = outcome.best_candidate, outcome.best_result
             # one source serves every bucket: rewrites are evolved without specialize= only
