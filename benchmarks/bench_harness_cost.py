@@ -19,8 +19,10 @@ now...) so that a busy machine slows both alike:
    fresh copy of each checkout's example project, same budget, seed and workers), wall and
    CPU time.
 
-Ratios are now / before (1.10x = 10% more time). The other checkout runs with this
-interpreter and ``PYTHONPATH`` pointing at it, as ``bench_tune_walltime.py`` does.
+Ratios are now / before (1.10x = 10% more time); with ``--before`` given twice, the second
+checkout is measured in the same rounds too (``before2``), and ratios are given to each.
+The other checkouts run with this interpreter and ``PYTHONPATH`` pointing at them, as
+``bench_tune_walltime.py`` does.
 
 Run from the repository root::
 
@@ -158,8 +160,9 @@ def commit(path: Path) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--before", type=Path, required=True,
-                        help="another checkout of pytest-r3 (its root folder)")
+    parser.add_argument("--before", type=Path, required=True, action="append",
+                        help="another checkout of pytest-r3 (its root folder); given twice, "
+                             "both are measured in the same rounds")
     parser.add_argument("--candidates", type=int, default=4,
                         help="tunable settings evaluated per kernel and round (default 4)")
     parser.add_argument("--repeats", type=int, default=2)
@@ -176,12 +179,16 @@ def main() -> None:
                              "are timed on the oracle tests' inputs, so a busy machine makes "
                              "fewer timings too_busy")
     args = parser.parse_args()
-    before = args.before.resolve()
-    if not (before / "pytest_r3").is_dir():
-        sys.exit(f"--before {before}: not a pytest-r3 checkout")
-    checkouts = {"before": before, "now": ROOT}
+    checkouts = {}
+    for number, path in enumerate(args.before):
+        if not (path.resolve() / "pytest_r3").is_dir():
+            sys.exit(f"--before {path}: not a pytest-r3 checkout")
+        checkouts[f"before{number + 1 if number else ''}"] = path.resolve()
+    olds = list(checkouts)
+    checkouts["now"] = ROOT
     print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} "
-          f"CPU(s); before = {before} ({commit(before)}), now = {ROOT} ({commit(ROOT)}); "
+          f"CPU(s); " + ", ".join(f"{label} = {path} ({commit(path)})"
+                                  for label, path in checkouts.items()) + "; "
           f"{args.candidates} candidate(s) per kernel, {args.repeats} round(s), tune budget "
           f"{args.budget}, seed {args.seed}", flush=True)
     per_candidate: dict[str, list[dict]] = {label: [] for label in checkouts}
@@ -219,21 +226,22 @@ def main() -> None:
           "with the check of its buffers), learning (a server's start: the baseline on every "
           "planned case)")
     for kind in ("unraced", "raced", "checks", "timing", "learning"):
-        for kernel in KERNELS:
-            old = statistics.median(f[kernel][kind] for f in per_candidate["before"])
-            new = statistics.median(f[kernel][kind] for f in per_candidate["now"])
-            print(f"  {kind:<8} {kernel:<11} before {old:7.3f} s   now {new:7.3f} s   "
-                  f"{new / old:5.2f}x")
-        old = statistics.median(sum(f[k][kind] for k in KERNELS) for f in per_candidate["before"])
-        new = statistics.median(sum(f[k][kind] for k in KERNELS) for f in per_candidate["now"])
-        print(f"  {kind:<8} {'all three':<11} before {old:7.3f} s   now {new:7.3f} s   "
-              f"{new / old:5.2f}x")
+        for kernel in (*KERNELS, "all three"):
+            figures = {label: statistics.median(
+                sum(f[k][kind] for k in KERNELS) if kernel == "all three" else f[kernel][kind]
+                for f in per_candidate[label]) for label in checkouts}
+            print(f"  {kind:<8} {kernel:<11} " + "   ".join(
+                f"{label} {figures[label]:7.3f} s" for label in checkouts) + "   " + "   ".join(
+                f"{figures['now'] / figures[label]:5.2f}x" for label in olds))
     if not args.skip_tune:
         print("\nfull pytest --r3-tune of the example project, median over rounds")
         for what in ("wall", "cpu"):
-            old = statistics.median(f[what] for f in tunes["before"])
-            new = statistics.median(f[what] for f in tunes["now"])
-            print(f"  {what:<5} before {old:7.1f} s   now {new:7.1f} s   {new / old:5.2f}x")
+            figures = {label: statistics.median(f[what] for f in tunes[label])
+                       for label in checkouts}
+            print(f"  {what:<5} " + "   ".join(f"{label} {figures[label]:7.1f} s"
+                                               for label in checkouts)
+                  + "   " + "   ".join(f"{figures['now'] / figures[label]:5.2f}x"
+                                       for label in olds))
 
 
 if __name__ == "__main__":
