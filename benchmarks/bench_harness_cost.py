@@ -27,7 +27,8 @@ The other checkouts run with this interpreter and ``PYTHONPATH`` pointing at the
 Run from the repository root::
 
     python benchmarks/bench_harness_cost.py --before /work/main [--candidates 4]
-        [--repeats 2] [--budget 30] [--skip-tune] [--oracles-only] [--short-timing]
+        [--repeats 2] [--budget 30] [--skip-tune | --skip-evaluations] [--oracles-only]
+        [--short-timing]
 
 Each line gives the 1-minute load average as it ended: figures taken on a busy machine say
 so.
@@ -171,6 +172,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=0)
     parser.add_argument("--skip-tune", action="store_true", help="per-candidate figures only")
+    parser.add_argument("--skip-evaluations", action="store_true",
+                        help="full --r3-tune figures only (more rounds in the same time)")
     parser.add_argument("--short-timing", action="store_true",
                         help=f"per-candidate evaluations with {SHORT_TIMING} for both "
                              "checkouts: the checks are whole, the timing shorter")
@@ -198,6 +201,8 @@ def main() -> None:
         record(r3_dir, args.oracles_only)
         for round_number in range(args.repeats):
             for label, checkout in checkouts.items():  # interleaved: drift hits both alike
+                if args.skip_evaluations:
+                    break
                 figures = evaluations(checkout, r3_dir, args.candidates, Path(temporary),
                                       SHORT_TIMING if args.short_timing else {})
                 per_candidate[label].append(figures)
@@ -220,19 +225,20 @@ def main() -> None:
                           f"{k} x{v:.2f}" for k, v in figure["speedups"].items())
                       + f"; load {os.getloadavg()[0]:.1f}", flush=True)
 
-    print("\nper-candidate evaluation, median seconds over rounds and now/before: unraced "
-          "(a finalist), raced (most of the search), checks (an unraced evaluation less its "
-          "timing: verification and the late pass), timing (the unraced evaluation's timing, "
-          "with the check of its buffers), learning (a server's start: the baseline on every "
-          "planned case)")
-    for kind in ("unraced", "raced", "checks", "timing", "learning"):
-        for kernel in (*KERNELS, "all three"):
-            figures = {label: statistics.median(
-                sum(f[k][kind] for k in KERNELS) if kernel == "all three" else f[kernel][kind]
-                for f in per_candidate[label]) for label in checkouts}
-            print(f"  {kind:<8} {kernel:<11} " + "   ".join(
-                f"{label} {figures[label]:7.3f} s" for label in checkouts) + "   " + "   ".join(
-                f"{figures['now'] / figures[label]:5.2f}x" for label in olds))
+    if not args.skip_evaluations:
+        print("\nper-candidate evaluation, median seconds over rounds and now/before: unraced "
+              "(a finalist), raced (most of the search), checks (an unraced evaluation less its "
+              "timing: verification and the late pass), timing (the unraced evaluation's timing, "
+              "with the check of its buffers), learning (a server's start: the baseline on every "
+              "planned case)")
+        for kind in ("unraced", "raced", "checks", "timing", "learning"):
+            for kernel in (*KERNELS, "all three"):
+                figures = {label: statistics.median(
+                    sum(f[k][kind] for k in KERNELS) if kernel == "all three" else f[kernel][kind]
+                    for f in per_candidate[label]) for label in checkouts}
+                print(f"  {kind:<8} {kernel:<11} " + "   ".join(
+                    f"{label} {figures[label]:7.3f} s" for label in checkouts) + "   " + "   ".join(
+                    f"{figures['now'] / figures[label]:5.2f}x" for label in olds))
     if not args.skip_tune:
         print("\nfull pytest --r3-tune of the example project, median over rounds")
         for what in ("wall", "cpu"):
