@@ -12,19 +12,23 @@ now...) so that a busy machine slows both alike:
    every check, full timing, the late pass) and raced against a best-so-far of 1.5x (as
    the search evaluates most candidates). Median wall seconds per evaluation.
    The same evaluations also give what an unraced one costs less its timing (``checks``:
-   verification, the late pass) and a server's start (``learning``: the baseline run on
-   every planned case), so a busy machine's timing retakes can be told from the checks.
+   verification, the late pass), its timing alone (``timing``) and a server's start
+   (``learning``: the baseline run on every planned case), so a busy machine's timing
+   retakes can be told from the checks.
 2. **a full ``pytest --r3-tune``** of the example project (``bench_tune_walltime.tune``: a
    fresh copy of each checkout's example project, same budget, seed and workers), wall and
    CPU time.
 
-Ratios are now / before (1.10x = 10% more time). The other checkout runs with this
-interpreter and ``PYTHONPATH`` pointing at it, as ``bench_tune_walltime.py`` does.
+Ratios are now / before (1.10x = 10% more time); with ``--before`` given twice, the second
+checkout is measured in the same rounds too (``before2``), and ratios are given to each.
+The other checkouts run with this interpreter and ``PYTHONPATH`` pointing at them, as
+``bench_tune_walltime.py`` does.
 
 Run from the repository root::
 
     python benchmarks/bench_harness_cost.py --before /work/main [--candidates 4]
-        [--repeats 2] [--budget 30] [--skip-tune] [--oracles-only] [--short-timing]
+        [--repeats 2] [--budget 30] [--skip-tune | --skip-evaluations] [--oracles-only]
+        [--short-timing]
 
 Each line gives the 1-minute load average as it ended: figures taken on a busy machine say
 so.
@@ -76,6 +80,11 @@ for name in kernels:
     # the spec saved at recording, less the fields an older checkout does not know
     saved = json.loads((r3_dir / "recordings" / name / "kernel.json").read_text())["spec"]
     known = {f.name for f in dataclasses.fields(KernelSpec)}
+    # and its pipeline less the settings an older checkout does not know (saved at their
+    # defaults, which an older checkout applies as it always did)
+    from pytest_r3.model.pipeline import Pipeline
+    settings = {f.name for f in dataclasses.fields(Pipeline)}
+    saved["pipeline"] = {k: v for k, v in saved.get("pipeline", {}).items() if k in settings}
     spec = KernelSpec.from_dict({k: v for k, v in saved.items() if k in known})
     started = time.perf_counter()
     server = ReplayServer(spec, store.root, store.keys(name),
@@ -93,7 +102,7 @@ for name in kernels:
     server._time = _time
     try:
         server.evaluate(Candidate(label="warm-up"))
-        walls, statuses = {"unraced": [], "raced": [], "checks": []}, []
+        walls, statuses = {"unraced": [], "raced": [], "checks": [], "timing": []}, []
         for macros in variants:
             for kind, race in (("unraced", None), ("raced", 1.5)):
                 started, timed[0] = time.perf_counter(), 0.0
@@ -101,6 +110,7 @@ for name in kernels:
                 walls[kind].append(time.perf_counter() - started)
                 if kind == "unraced":  # everything but the timing: what verification costs
                     walls["checks"].append(walls[kind][-1] - timed[0])
+                    walls["timing"].append(timed[0])
                 # a busy machine may leave a timing without a figure, or past the request
                 # timeout: its cost still counts
                 assert result.status in ("ok", "too_busy", "timeout"), result.summary()
@@ -154,8 +164,9 @@ def commit(path: Path) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--before", type=Path, required=True,
-                        help="another checkout of pytest-r3 (its root folder)")
+    parser.add_argument("--before", type=Path, required=True, action="append",
+                        help="another checkout of pytest-r3 (its root folder); given twice, "
+                             "both are measured in the same rounds")
     parser.add_argument("--candidates", type=int, default=4,
                         help="tunable settings evaluated per kernel and round (default 4)")
     parser.add_argument("--repeats", type=int, default=2)
@@ -164,6 +175,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=0)
     parser.add_argument("--skip-tune", action="store_true", help="per-candidate figures only")
+    parser.add_argument("--skip-evaluations", action="store_true",
+                        help="full --r3-tune figures only (more rounds in the same time)")
     parser.add_argument("--short-timing", action="store_true",
                         help=f"per-candidate evaluations with {SHORT_TIMING} for both "
                              "checkouts: the checks are whole, the timing shorter")
@@ -173,12 +186,16 @@ def main() -> None:
                              "fewer timings too_busy")
     isolation.add_option(parser)
     args = parser.parse_args()
-    before = args.before.resolve()
-    if not (before / "pytest_r3").is_dir():
-        sys.exit(f"--before {before}: not a pytest-r3 checkout")
-    checkouts = {"before": before, "now": ROOT}
+    checkouts = {}
+    for number, path in enumerate(args.before):
+        if not (path.resolve() / "pytest_r3").is_dir():
+            sys.exit(f"--before {path}: not a pytest-r3 checkout")
+        checkouts[f"before{number + 1 if number else ''}"] = path.resolve()
+    olds = list(checkouts)
+    checkouts["now"] = ROOT
     print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} "
-          f"CPU(s); before = {before} ({commit(before)}), now = {ROOT} ({commit(ROOT)}); "
+          f"CPU(s); " + ", ".join(f"{label} = {path} ({commit(path)})"
+                                  for label, path in checkouts.items()) + "; "
           f"{args.candidates} candidate(s) per kernel, {args.repeats} round(s), tune budget "
           f"{args.budget}, seed {args.seed}", flush=True)
     per_candidate: dict[str, list[dict]] = {label: [] for label in checkouts}
@@ -188,6 +205,8 @@ def main() -> None:
         record(r3_dir, args.oracles_only)
         for round_number in range(args.repeats):
             for label, checkout in checkouts.items():  # interleaved: drift hits both alike
+                if args.skip_evaluations:
+                    break
                 figures = evaluations(checkout, r3_dir, args.candidates, Path(temporary),
                                       SHORT_TIMING if args.short_timing else {})
                 per_candidate[label].append(figures)
@@ -210,26 +229,29 @@ def main() -> None:
                           f"{k} x{v:.2f}" for k, v in figure["speedups"].items())
                       + f"; load {os.getloadavg()[0]:.1f}", flush=True)
 
-    print("\nper-candidate evaluation, median seconds over rounds and now/before: unraced "
-          "(a finalist), raced (most of the search), checks (an unraced evaluation less its "
-          "timing: verification and the late pass), learning (a server's start: the "
-          "baseline on every planned case)")
-    for kind in ("unraced", "raced", "checks", "learning"):
-        for kernel in KERNELS:
-            old = statistics.median(f[kernel][kind] for f in per_candidate["before"])
-            new = statistics.median(f[kernel][kind] for f in per_candidate["now"])
-            print(f"  {kind:<8} {kernel:<11} before {old:7.3f} s   now {new:7.3f} s   "
-                  f"{new / old:5.2f}x")
-        old = statistics.median(sum(f[k][kind] for k in KERNELS) for f in per_candidate["before"])
-        new = statistics.median(sum(f[k][kind] for k in KERNELS) for f in per_candidate["now"])
-        print(f"  {kind:<8} {'all three':<11} before {old:7.3f} s   now {new:7.3f} s   "
-              f"{new / old:5.2f}x")
+    if not args.skip_evaluations:
+        print("\nper-candidate evaluation, median seconds over rounds and now/before: unraced "
+              "(a finalist), raced (most of the search), checks (an unraced evaluation less its "
+              "timing: verification and the late pass), timing (the unraced evaluation's timing, "
+              "with the check of its buffers), learning (a server's start: the baseline on every "
+              "planned case)")
+        for kind in ("unraced", "raced", "checks", "timing", "learning"):
+            for kernel in (*KERNELS, "all three"):
+                figures = {label: statistics.median(
+                    sum(f[k][kind] for k in KERNELS) if kernel == "all three" else f[kernel][kind]
+                    for f in per_candidate[label]) for label in checkouts}
+                print(f"  {kind:<8} {kernel:<11} " + "   ".join(
+                    f"{label} {figures[label]:7.3f} s" for label in checkouts) + "   " + "   ".join(
+                    f"{figures['now'] / figures[label]:5.2f}x" for label in olds))
     if not args.skip_tune:
         print("\nfull pytest --r3-tune of the example project, median over rounds")
         for what in ("wall", "cpu"):
-            old = statistics.median(f[what] for f in tunes["before"])
-            new = statistics.median(f[what] for f in tunes["now"])
-            print(f"  {what:<5} before {old:7.1f} s   now {new:7.1f} s   {new / old:5.2f}x")
+            figures = {label: statistics.median(f[what] for f in tunes[label])
+                       for label in checkouts}
+            print(f"  {what:<5} " + "   ".join(f"{label} {figures[label]:7.1f} s"
+                                               for label in checkouts)
+                  + "   " + "   ".join(f"{figures['now'] / figures[label]:5.2f}x"
+                                       for label in olds))
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ import pytest
 import pytest_r3 as r3
 from pytest_r3.record.store import Recording, RecordingStore, capture
 from pytest_r3.replay import Candidate, KernelSpec, ReplayError, ReplayServer, ReplaySettings
+from pytest_r3.replay.cases import Slot
+from pytest_r3.replay.pool import ServerPool
 
 FAST = ReplaySettings(run_timeout=0.5, timing_rounds=3, warmup_rounds=1,
                       min_sample_seconds=1e-4)
@@ -677,6 +679,52 @@ def test_a_derived_size_that_overruns_the_buffers_is_dropped_without_harm(tmp_pa
         assert any("n=515" in dropped for dropped in server.dropped_cases)
         result = server.evaluate(Candidate(label="baseline"))
         assert result.status == "ok", result.summary()
+
+
+def test_a_pool_shares_out_the_learning_and_every_server_judges_by_one_reference(tmp_path):
+    """A pool's workers all start at once and the baseline's runs that give the reference
+    outputs are shared out between them (one worker alone left the others idle through
+    it); a derived case the baseline overruns is dropped once, by whichever worker ran it
+    (a fresh one takes its place), and every server then judges by the same reference."""
+    (tmp_path / "square.c").write_text(SQUARE_C)
+    kernel = r3.kernel(tmp_path / "square.c", entry="square", name="replay_square_pool")
+    store = RecordingStore(tmp_path / "recordings")
+    rng = np.random.default_rng(0)
+    keys = record_launches(kernel, store, [
+        (n, rng.standard_normal(n * n).astype(np.float32), np.zeros(n * n, np.float32))
+        for n in (8, 100, 512)])
+    wrong = Candidate(source_text=SQUARE_C.replace("2.0f *", "2.001f *"), label="wrong")
+    with ServerPool(KernelSpec.from_kernel(kernel), store.root, keys, FAST, 2) as pool:
+        first, second = pool.servers
+        assert second.judge is first.judge and first.judge.cases
+        dropped = first.dropped_cases
+        assert any("at a derived size" in d and "writes out of bounds" in d for d in dropped)
+        assert len(set(dropped)) == len(dropped), dropped  # each once
+        for server in pool.servers:
+            assert server.evaluate(Candidate(label="baseline")).status == "ok"
+            assert server.evaluate(wrong).status == "wrong_output"
+
+
+def test_learning_is_shared_out_by_bytes_with_each_chain_of_launches_in_one_share():
+    from pytest_r3.replay.judge import Case
+    from pytest_r3.replay.pool import _shares
+
+    def case(label: str, size: int, after=()) -> Case:
+        return Case(label, "recorded", {}, [Slot(["x"], True, np.zeros(size, np.uint8))],
+                    after=list(after))
+    big, small = case("big", 1000), case("small", 10)
+    kept = case("big kept", 1000, [big])
+    again = case("big kept again", 1000, [big, kept])
+    rest = [case(f"other {n}", 800) for n in range(4)]
+    cases = [big, small, *rest, kept, again]
+    shares = _shares(cases, 2)
+    assert sorted(map(id, shares[0] + shares[1])) == sorted(map(id, cases))
+    chain = next(share for share in shares if big in share)
+    assert [c for c in chain if c in (big, kept, again)] == [big, kept, again]
+    loads = [sum(c.nbytes for c in share) for share in shares]
+    assert max(loads) - min(loads) <= 800  # within one case of even
+    for share in shares:  # in the planned order
+        assert share == sorted(share, key=cases.index)
 
 
 JACOBI_C = """\

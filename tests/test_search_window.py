@@ -16,7 +16,7 @@ import pytest
 
 import pytest_r3 as r3
 from pytest_r3.replay.measurement import Timing
-from pytest_r3.replay.protocol import OK, Result
+from pytest_r3.replay.protocol import OK, Candidate, Result
 from pytest_r3.search.parametrization import SearchSpace
 from pytest_r3.search.results import ResultStore
 from pytest_r3.search.tuner import Budget, Tuner
@@ -57,12 +57,12 @@ def space(tmp_path) -> SearchSpace:
     return SearchSpace(kernel.space, kernel.pipeline, tune_pipeline=False)
 
 
-def tune(tmp_path, folder: str, seconds, budget: int = 24):
+def tune(tmp_path, folder: str, seconds, budget: int = 24, baseline: Result | None = None):
     log: list = []
     servers = [StandInServer(f"worker{n}", seconds, log) for n in range(2)]
     store = ResultStore(tmp_path / folder, "k", "cpu")
     outcome = Tuner("k", "hash", space(tmp_path), servers, store, seed=3,
-                    budget=Budget(evaluations=budget), confirm_top=1).run()
+                    budget=Budget(evaluations=budget), confirm_top=1, baseline=baseline).run()
     return outcome, log
 
 
@@ -165,3 +165,21 @@ def test_the_best_speedup_measured_against_the_baseline_is_always_a_finalist(tmp
     assert len(scaled) >= 3, "the landscape should give scaled estimates to rank above it"
     best_direct = max(direct, key=lambda pair: pair[0])[1]
     assert outcome.confirmations[0][0] == best_direct
+
+
+def test_the_baseline_measured_by_the_a_a_run_is_not_evaluated_again_by_the_search(tmp_path):
+    """The search starts at the baseline, which the noise band's A/A run has just verified
+    and timed in full on the same servers: its result stands for the starting point (told,
+    stored, the baseline's row) instead of a second evaluation of the same build."""
+    aa = Result(OK, label="k A/A (the baseline against itself)", timing=measured(1.0))
+    outcome, log = tune(tmp_path, "aa", lambda c: 0.002, budget=8, baseline=aa)
+    baseline = Candidate().key()
+    assert all(key != baseline for _, key, *_ in log), log
+    assert outcome.candidates[0].key() == baseline  # still the starting point, told 1.0x
+    assert outcome.steps[0].speedup == pytest.approx(1.0)
+    assert outcome.baseline_result.timing.speedup == pytest.approx(1.0)
+    assert outcome.new_evaluations == 8 and len(log) == 7 + 1  # 7 searched, 1 confirmed
+    # without it (or when the A/A run failed) the search measures the baseline itself
+    _, again = tune(tmp_path, "no-aa", lambda c: 0.002, budget=8,
+                    baseline=Result("too_busy", label="k A/A"))
+    assert any(key == baseline for _, key, *_ in again), again

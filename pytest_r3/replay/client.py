@@ -193,6 +193,11 @@ class ReplayServer:
     def _learn_reference(self) -> None:
         """Run the baseline on every planned case, before any candidate has run in the
         worker; cases the baseline cannot serve on (derived sizes it rejects) are dropped."""
+        judge, cases = self.plan_reference()
+        self.adopt_reference(judge, cases, self.learn_cases(judge, cases, cases))
+
+    def plan_reference(self) -> tuple[Judge, list[Case]]:
+        """A judge and every case it plans, sent to this worker; nothing learnt yet."""
         judge = Judge(self.spec, self.settings)
         store = RecordingStore(self.recordings_root)
         try:
@@ -202,14 +207,20 @@ class ReplayServer:
                               f"{exc}") from None
         cases = judge.plan(recordings)
         self._send_cases(cases)
-        kept: list[Case] = []
-        for case in cases:
-            if not {id(before) for before in case.after} <= {id(k) for k in kept}:
-                self.dropped_cases.append(f"{case.label}: an earlier launch of it was dropped")
+        return judge, cases
+
+    def learn_cases(self, judge: Judge, cases: list[Case], mine: list[Case]
+                    ) -> dict[int, str]:
+        """What the baseline produces on each case of ``mine`` (some of ``cases``, every one
+        of them sent to this worker, with the earlier launches of each of ``mine``), learnt
+        here in order. Returns why cases were dropped, by ``id``."""
+        dropped: dict[int, str] = {}
+        for case in mine:
+            if any(id(before) in dropped for before in case.after):
+                dropped[id(case)] = "an earlier launch of it was dropped"
                 continue
             try:
                 judge.learn(case, self._runner("baseline", self.load_timeout))
-                kept.append(case)
                 continue
             except (ReferenceError, Rejected) as exc:  # Rejected: arguments it refuses
                 if case.origin == "recorded":
@@ -225,8 +236,16 @@ class ReplayServer:
             self._kill()
             self._spawn()
             self._send_cases(cases)
-            self.dropped_cases.append(f"{case.label}: {reason}")
-        judge.cases = kept
+            dropped[id(case)] = reason
+        return dropped
+
+    def adopt_reference(self, judge: Judge, cases: list[Case], dropped: dict[int, str]
+                        ) -> None:
+        """Keep the cases learnt (``dropped``: why the others went, by ``id``), settle the
+        in-place ones, and send this worker the cases that stay."""
+        judge.cases = [case for case in cases if id(case) not in dropped]
+        self.dropped_cases += [f"{case.label}: {dropped[id(case)]}" for case in cases
+                               if id(case) in dropped]
         self.dropped_cases += judge.settle()
         self._send_cases(judge.cases)
         self.judge = judge

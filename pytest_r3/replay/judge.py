@@ -201,12 +201,12 @@ class Judge:
         which written buffers it only writes (two more runs each), so that a candidate's
         runs fill them with poison; without, every buffer holds its input (a slow-path
         probe's timed runs, as production calls it)."""
-        def run(case: Case, fills: dict, guard_seed: int):
-            return run_batch([(case, fills, guard_seed)])[0]
-
-        reply = run(case, {}, 2)
+        # runs in two round trips, not one each (a round trip costs more than most runs):
+        # the two plain runs, then, once they hold up, the poisoned ones; on even guard
+        # seeds, whose buffers are not fenced (see buffers)
+        reply, second = run_batch([(case, {}, 2), (case, {}, 4)])
         first = self._outputs(case, reply, 2)
-        again = self._outputs(case, run(case, {}, 4), 4)
+        again = self._outputs(case, second, 4)
         for number in first:
             if first[number].tobytes() != again[number].tobytes():
                 raise ReferenceError(f"the baseline gives different outputs on two runs of "
@@ -227,15 +227,18 @@ class Judge:
                             f"the baseline does not reproduce {case.label}: {problem}; the "
                             "recording is stale or the kernel is not deterministic. Record "
                             "again with `pytest --r3-record`.")
-        for number, slot in enumerate(case.slots):
-            if not slot.written or case.after or not output_only:
-                continue
+        probed = [] if case.after or not output_only else \
+            [n for n, slot in enumerate(case.slots) if slot.written]
+        replies = iter(run_batch([(case, {str(number): seed}, 6) for number in probed
+                                  for seed in PROBE_SEEDS]) if probed else [])
+        for number in probed:
+            slot = case.slots[number]
             probes, others_unmoved = [], True
-            for seed in PROBE_SEEDS:
-                probe_reply = run(case, {str(number): seed}, 6)
-                outputs = self._outputs(case, probe_reply, 6)
-                probes.append(outputs[number])
-                others_unmoved &= _reads_none_of(number, outputs, first, probe_reply[0],
+            for _ in PROBE_SEEDS:
+                probe_reply = next(replies)
+                written = self._outputs(case, probe_reply, 6)
+                probes.append(written[number])
+                others_unmoved &= _reads_none_of(number, written, first, probe_reply[0],
                                                  reply[0])
             kept = _equal_elements(probes[0], probes[1])
             poison = [poison_for(slot.values, seed) for seed in PROBE_SEEDS]

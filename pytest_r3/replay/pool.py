@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 from .client import ReplayServer
@@ -34,21 +35,29 @@ class ServerPool:
                             reference=reference, work=self.work)
 
     def start(self) -> ServerPool:
-        """The others' workers start while the first learns the reference outputs; they get
-        the reference once it is known."""
+        """Every worker starts at once; the baseline's runs on the planned cases, which
+        give the reference outputs, are shared out between them (one worker alone would
+        leave the others idle through it); each then gets the reference."""
         self.servers = [self._server() for _ in range(self.count)]
-        first, others = self.servers[0], self.servers[1:]
+        first = self.servers[0]
         try:
-            with ThreadPoolExecutor(max_workers=max(1, len(others))) as executor:
-                prepared = [executor.submit(server.prepare) for server in others]
-                try:
-                    first.start()
-                finally:
-                    for future in prepared:
-                        future.exception()  # every worker started or failed before going on
-            for server, future in zip(others, prepared, strict=True):
-                future.result()
-                server.judge = first.judge
+            with ThreadPoolExecutor(max_workers=self.count) as executor:
+                _every(executor, [server.prepare for server in self.servers])
+                with first._loading():
+                    judge, cases = first.plan_reference()
+                shares = _shares(cases, self.count)
+                for server in self.servers[1:]:
+                    with server._loading():
+                        server._send_cases(cases)
+                dropped: dict[int, str] = {}
+                for learnt in _every(executor, [
+                        partial(_learn, server, judge, cases, share)
+                        for server, share in zip(self.servers, shares, strict=True)]):
+                    dropped.update(learnt)
+            with first._loading():
+                first.adopt_reference(judge, cases, dropped)
+            for server in self.servers:
+                server.judge = judge
                 server.start()
         except BaseException:
             self.close()
@@ -83,3 +92,32 @@ class ServerPool:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _learn(server: ReplayServer, judge, cases: list, share: list) -> dict[int, str]:
+    with server._loading():
+        return server.learn_cases(judge, cases, share)
+
+
+def _every(executor: ThreadPoolExecutor, calls: list) -> list:
+    """Each call's result, once every one has ended (the first error raised then)."""
+    futures = [executor.submit(call) for call in calls]
+    for future in futures:
+        future.exception()
+    return [future.result() for future in futures]
+
+
+def _shares(cases: list, count: int) -> list[list]:
+    """``cases`` shared out between ``count`` workers, about evenly by the bytes they move;
+    a case and the later launches that run after it (on the buffers it wrote) stay in one
+    share, in their order."""
+    chains: dict[int, list] = {}
+    for case in cases:
+        chains.setdefault(id(case.after[0]) if case.after else id(case), []).append(case)
+    loads, shares = [0] * count, [[] for _ in range(count)]
+    for chain in sorted(chains.values(), key=lambda c: -sum(case.nbytes for case in c)):
+        lightest = loads.index(min(loads))
+        shares[lightest] += chain
+        loads[lightest] += sum(case.nbytes for case in chain)
+    order = {id(case): number for number, case in enumerate(cases)}
+    return [sorted(share, key=lambda case: order[id(case)]) for share in shares]

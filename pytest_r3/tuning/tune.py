@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import importlib
 import json
+import threading
 import time
 
 from .. import __version__
@@ -124,18 +126,22 @@ def _tune_variant(kernel, tuning: Tuning, lock_path, row: KernelReport,
         return decision
     evolution = None
     overrides = {"timed_keys": tuple(timed_keys)} if timed_keys else {}
+    # the optimizer's package takes seconds to import: it loads while the pool starts
+    # (its workers learning the reference), and is in before the A/A run is timed
+    importing = _importing("nevergrad")
     try:
         with tuning.pool(kernel, **overrides) as pool:
             if "DEGRADED" in pool.containment:
                 tuning.say(f"pytest-r3: {kernel.name}: candidate {pool.containment}")
             if getattr(pool, "description", ""):
                 tuning.say(f"pytest-r3: {kernel.name}: {pool.description}")
+            importing.join()
             band = calibrate(pool.servers[0], kernel.name)  # before any candidate runs
             tuning.say(f"pytest-r3: {row.label}: {band.said()}")
             outcome = Tuner(kernel.name, kernel.source.hash, space, pool.servers, store,
                             optimizer=settings.optimizer, seed=settings.seed,
                             budget=settings.budget, remeasure=settings.retune,
-                            band=band.width,
+                            band=band.width, baseline=band.calibration,
                             progress=_progress(tuning, settings.budget, pool)).run()
             best, result = outcome.best_candidate, outcome.best_result
             # one source serves every bucket: rewrites are evolved without specialize= only
@@ -193,6 +199,19 @@ def _tune_variant(kernel, tuning: Tuning, lock_path, row: KernelReport,
     entry["source_hash"] = fingerprint
     commit(entry)
     return row
+
+
+def _importing(module: str) -> threading.Thread:
+    """``module`` imported in a thread of its own (its import errors are left to the code
+    that uses it): join it before that code runs."""
+    def load() -> None:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass
+    thread = threading.Thread(target=load, name=f"r3-import-{module}", daemon=True)
+    thread.start()
+    return thread
 
 
 def _lock_entry(kernel, tuning: Tuning, row: KernelReport, best: Candidate,
