@@ -13,9 +13,12 @@ import os
 import statistics
 import time
 
+import isolation
 import numpy as np
 
 from pytest_r3.replay.buffers import GuardedBuffer, check_guards
+
+isolation.isolate()  # before anything reads the environment (see isolation.py)
 
 SIZES = (37, 1000, 65536, 1 << 20)  # float32 elements
 
@@ -31,6 +34,7 @@ def _once(like: np.ndarray, fenced: bool) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=200)
+    isolation.add_option(parser)
     args = parser.parse_args()
     for size in SIZES:
         like = np.random.default_rng(size).standard_normal(size).astype(np.float32)

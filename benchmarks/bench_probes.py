@@ -32,6 +32,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "example_project"))
 
+import isolation  # noqa: E402
+
+isolation.isolate()  # before anything reads the environment (see isolation.py)
+
 from bench_harness_cost import record  # noqa: E402
 
 from pytest_r3.kernel import declaration  # noqa: E402
@@ -65,6 +69,7 @@ def confirmation(pool: ServerPool, macros: dict, probes: bool) -> tuple[float, f
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=2)
+    isolation.add_option(parser)
     args = parser.parse_args()
     import exampleproj  # noqa: F401  (declares the kernels)
 

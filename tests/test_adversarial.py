@@ -51,7 +51,9 @@ from pytest_r3.replay import Candidate, KernelSpec, ReplayServer, ReplaySettings
 from pytest_r3.replay.pool import ServerPool
 
 HERE = Path(__file__).parent / "adversarial"
-FAST = ReplaySettings(run_timeout=0.5, timing_rounds=3, warmup_rounds=1,
+# five rounds: the fewest over which a layout that favours one buffer set is told
+# (measurement.LAYOUT_ROUNDS)
+FAST = ReplaySettings(run_timeout=0.5, timing_rounds=5, warmup_rounds=1,
                       min_sample_seconds=1e-4)
 ADDRESS_SPACE = 1 << 30
 REQUEST_TIMEOUT = 20.0  # a contained candidate must never hang the client this long

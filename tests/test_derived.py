@@ -77,6 +77,19 @@ def test_each_axis_of_a_matrix_follows_its_own_argument():
     assert infer_extents(cases, params)["grid"] == Extent(("rows", "cols"))
 
 
+def test_an_axis_equal_to_an_argument_is_read_as_that_argument():
+    """matmul's ``a`` (m x k) recorded at (40, 24, 56) and (16, 16, 16): ``5 * n - 64`` fits
+    its columns too (n comes first), and a case with n alone made small (17) then gave
+    ``a`` 21 columns where the kernel reads 56: a correct rewrite was refused."""
+    params = [{"name": name, "dtype": "int32", "is_pointer": False, "written": False}
+              for name in ("m", "n", "k")]
+    params.append({"name": "a", "dtype": "float32", "is_pointer": True, "written": False})
+    cases = [Planned(f"{m}x{k}", {"m": m, "n": n, "k": k},
+                     [Slot(["a"], False, np.zeros((m, k), np.float32))])
+             for m, n, k in ((40, 24, 56), (16, 16, 16))]
+    assert infer_extents(cases, params)["a"] == Extent(("m", "k"))
+
+
 def test_c_array_bounds_give_the_extent_of_a_matrix():
     """Small sizes cut the matrix; a size above it is planned only where its buffers stay
     within ABOVE_COST times the largest recording's (4 columns grown by 17: too many)."""

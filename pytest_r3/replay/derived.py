@@ -211,7 +211,12 @@ def infer_extents(recorded: list, params: list[dict]) -> dict[str, Extent]:
 
 
 def _axis(recorded: list, lengths: list[int], integer_names: list[str]) -> str | None:
-    """An expression of one integer argument giving ``lengths`` in every recording."""
+    """An expression of one integer argument giving ``lengths`` in every recording: the
+    argument itself where one fits, else the relation with the smallest scale and offset
+    (two recordings fit a line through any argument that differs between them: matmul's
+    ``a`` was read as ``5 * n - 64`` columns wide instead of ``k``, and a case with ``n``
+    alone made small gave it 21 columns where the kernel reads 56)."""
+    fits = []
     for scalar in integer_names:
         points = sorted({(int(c.scalars[scalar]), n) for c, n in zip(recorded, lengths)})
         if len({v for v, _ in points}) != len(points):
@@ -225,9 +230,12 @@ def _axis(recorded: list, lengths: list[int], integer_names: list[str]) -> str |
             if rest or any(scale * v + offset != n for v, n in points):
                 scale = 0
         if scale >= 1:
-            text = scalar if scale == 1 else f"{scale} * {scalar}"
-            return text if not offset else f"{text} {'+' if offset > 0 else '-'} {abs(offset)}"
-    return None
+            fits.append((scale != 1 or offset != 0, abs(offset), scale, scalar, offset))
+    if not fits:
+        return None
+    _, _, scale, scalar, offset = min(fits)
+    text = scalar if scale == 1 else f"{scale} * {scalar}"
+    return text if not offset else f"{text} {'+' if offset > 0 else '-'} {abs(offset)}"
 
 
 def _shape_of(case, name: str) -> tuple[int, ...] | None:
