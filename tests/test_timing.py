@@ -302,9 +302,12 @@ void saxpy(long n, float a, const float *x, float *y)
 def test_an_in_place_kernel_timed_against_itself_in_a_worker_is_1x(tmp_path):
     """scaled_add's shape: ``y`` updated in place, so timed launches rotate prepared copies
     restored between slices, and where each copy's arrays land differs from the other
-    set's. Timed against itself in a real worker, every evaluation comes out within 5%
-    of 1.00x and says "within noise" (before each round crossed both variants with both
-    sets, one evaluation in ten on this loaded machine was off by 4-6%)."""
+    set's. Timed against itself in a real worker, every evaluation says "within noise"
+    and none is off by 10%, and their median is within 3% of 1.00x. (The target is 29
+    evaluations in 30 within 5%: with rounds that started on the buffers just used, CI
+    under -n 2 saw 0.927x; with eight-sample rounds, 120 evaluations at load 2-8 came out
+    at 0.973-1.041x, and one in about thirty still reads 1.05x under -n 2, so a test that
+    every one of a few lands within 5% fails now and then on a correct timing.)"""
     (tmp_path / "saxpy.c").write_text(SAXPY_C)
     kernel = r3.kernel(tmp_path / "saxpy.c", entry="saxpy", name="timing_saxpy")
     store = RecordingStore(tmp_path / "recordings")
@@ -314,8 +317,10 @@ def test_an_in_place_kernel_timed_against_itself_in_a_worker_is_1x(tmp_path):
                                             rng.standard_normal(n, dtype=np.float32))])
     settings = ReplaySettings(fresh_inputs=1, derived_sizes=False, reserve_inputs=0)
     with ReplayServer(KernelSpec.from_kernel(kernel), store.root, keys, settings) as server:
-        results = [server.evaluate(Candidate(label=f"A/A {i}")) for i in range(4)]
+        results = [server.evaluate(Candidate(label=f"A/A {i}")) for i in range(5)]
     for result in results:
         assert result.ok, result.summary()
-        assert 0.95 <= result.timing.speedup <= 1.05, result.summary()
+        assert 0.90 <= result.timing.speedup <= 1.10, result.summary()
         assert result.timing.within_noise, result.summary()
+    median = float(np.median([result.timing.speedup for result in results]))
+    assert 0.97 <= median <= 1.03, [result.summary() for result in results]
