@@ -244,3 +244,63 @@ def test_an_input_peeled_to_its_alignment_stays_read_only(tmp_path):
     path.write_text(PEEL_ON_INPUT)
     peel = r3.kernel(path, entry="peel", name="signature_peel")
     assert [p.name for p in peel.signature.written] == ["y"]
+
+
+def test_an_overlap_test_on_an_input_keeps_it_read_only():
+    """benchmarks/variants/scaled_add_fifth_twice.c compares x's address with y's to pick a
+    loop bound (``xs < ys + bytes && ys < xs + bytes``): the comparison's result reaches a
+    ``select`` of the bound and then indexes, but it is one bit, not x's address."""
+    from pathlib import Path
+
+    path = Path(__file__).parent.parent / "benchmarks" / "variants" / "scaled_add_fifth_twice.c"
+    fifth = r3.kernel(path, entry="scaled_add", name="signature_fifth_twice")
+    assert [p.name for p in fifth.signature.written] == ["y"]
+
+
+BITS_OF_AN_ADDRESS = """
+#include <stdint.h>
+void rebuild(long n, const float *x, float *y)
+{
+    volatile unsigned long bits[64];
+    for (int b = 0; b < 64; ++b)
+        bits[b] = ((uintptr_t)x >> SHIFT_OF(b)) & MASK;  /* one bit of x's address */
+    unsigned long address = 0;
+    for (int b = 0; b < 64; ++b)
+        address |= (bits[b] & 1) << b;
+    volatile float *p = y + (long)(address - (uintptr_t)y) / 4;  /* x, reached from y */
+    for (long i = 0; i < n; ++i) { p[i] = p[i]; y[i] = 2.0f * x[i]; }
+}
+"""
+
+
+@pytest.mark.parametrize("shift, mask", [("(b)", "1"), ("(b)", "4095"), ("(b / 2 * 2)", "3")],
+                         ids=["shift-and-1", "shift-and-4095", "shift-and-3"])
+def test_an_input_whose_address_is_rebuilt_from_shifted_bits_is_written(tmp_path, shift,
+                                                                        mask):
+    """``((uintptr_t)x >> b) & 1`` keeps one low bit of a value, but of x's address shifted
+    down: 64 of them rebuild the address, which then leads a pointer to x from y and
+    writes x back with its own values. A mask keeps low address bits only on a value no
+    right shift has touched (or not shifted past the page)."""
+    path = tmp_path / "rebuild.c"
+    path.write_text(BITS_OF_AN_ADDRESS.replace("SHIFT_OF(b)", shift).replace("MASK", mask))
+    rebuild = r3.kernel(path, entry="rebuild", name="signature_rebuild")
+    assert [p.name for p in rebuild.signature.written] == ["x", "y"]
+
+
+PAGE_OFFSET_SHIFTED = """
+#include <stdint.h>
+void quarter(long n, const float *x, float *y)
+{
+    long head = ((uintptr_t)x >> 2) & 3;  /* x's offset in 16 bytes, in floats */
+    for (long i = 0; i < n; ++i) y[i] = x[i] * (float)(head + 1);
+}
+"""
+
+
+def test_an_input_shifted_within_its_page_offset_stays_read_only(tmp_path):
+    """``(x >> 2) & 3`` is LLVM's own form of ``(x & 15) / 4``: the bits it keeps are below
+    the page, so x stays read-only."""
+    path = tmp_path / "quarter.c"
+    path.write_text(PAGE_OFFSET_SHIFTED)
+    quarter = r3.kernel(path, entry="quarter", name="signature_quarter")
+    assert [p.name for p in quarter.signature.written] == ["y"]
