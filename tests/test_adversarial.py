@@ -140,6 +140,16 @@ CASES = [
     Case("modified_input", S, _v("compile_error", "signature")),
     Case("no_op", S, _v("compile_error", "signature"), words=r"never writes y"),
     Case("signature_extent", S, _v("compile_error", "signature"), words=r"dims"),
+    # x's address rebuilt from shifted bits, x written back through y: a read-only array's
+    # writes (the signature check sees the shifts; with it off, x's read-only pages fault)
+    Case("address_bits_write_input", S, _v("compile_error", "signature"),
+         words=r"x \(parameter 3\) would be taken as written"),
+    Case("address_bits_write_input", S, _v("crash", "signal"), contained=True,
+         words=r"where x, which the original only reads, lay in pages mapped read-only"),
+    # the same rebuilt from comparisons and branches, which no walk of the address's uses
+    # follows: x's pages are read-only on the second run
+    Case("address_compared_write_input", S, _v("crash", "signal"),
+         words=r"where x, which the original only reads, lay in pages mapped read-only"),
     # a build-time macro would differ between the verification build and the user's build
     Case("build_date_bomb", S, _v("compile_error", "compile_error"), words=r"__DATE__"),
     # failures while running

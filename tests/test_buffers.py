@@ -430,3 +430,37 @@ def test_a_reused_fenced_mapping_gets_the_new_runs_guards():
     again.fill(like, None)
     assert again.array.ctypes.data == address
     assert check_guards(again.storage, like, 9) is None
+
+
+READ_ONLY_WRITE = """
+import ctypes, numpy as np
+from pytest_r3.replay.buffers import GuardedBuffer
+like = np.arange({n}, dtype=np.float32)
+first = GuardedBuffer(like, 3, fenced=True, read_only=True)
+first.fill(like, None)
+del first  # its mapping, left read-only, is reused
+output = GuardedBuffer(like, 5, fenced=True)
+output.fill(like, None)
+ctypes.memmove(output.array.ctypes.data, output.array.ctypes.data + 4, 4)
+print("written", flush=True)
+buffer = GuardedBuffer(like, 7, fenced=True, read_only=True)
+buffer.fill(like, None)
+buffer.fill(like, None)  # a chain's refill between launches: nothing to write
+assert buffer.array.tolist() == like.tolist() and ctypes.c_float.from_address(
+    buffer.array.ctypes.data + 8).value == 2.0
+print("read", flush=True)
+ctypes.memmove(buffer.array.ctypes.data + 8, buffer.array.ctypes.data + 8, 4)
+print("written back", flush=True)
+"""
+
+
+@pytest.mark.parametrize("n", [1000, 3])
+def test_a_fenced_read_only_input_faults_on_any_write(n):
+    """An input the baseline never writes lies in pages mapped read-only on the fenced run:
+    reading it works, writing one element back with its own value faults (no check of the
+    values could see it); its mapping, reused, is writable again."""
+    done = subprocess.run([sys.executable, "-c", READ_ONLY_WRITE.format(n=n)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.stdout.split("\n")[:2] == ["written", "read"], done.stdout + done.stderr
+    assert "written back" not in done.stdout
+    assert done.returncode == -11

@@ -54,9 +54,15 @@ class GuardedBuffer:
     bytes, so its start stays aligned) and the page after it is read-only, the trailing
     guard's bytes in it: a store past the end faults even where it puts back the bytes it
     read, which no guard could see, and which faults in production when the array ends
-    just below a read-only mapping (``np.load(..., mmap_mode='r')``)."""
+    just below a read-only mapping (``np.load(..., mmap_mode='r')``).
 
-    def __init__(self, like: np.ndarray, guard_seed: int, fenced: bool = False) -> None:
+    ``read_only`` (fenced ones only): a buffer the baseline never writes, whose whole
+    mapping turns read-only once its first ``fill`` has written the input: any write
+    through it faults, however the kernel came by its address (a def-use walk of the
+    address, see model/address_use.py, cannot follow control flow)."""
+
+    def __init__(self, like: np.ndarray, guard_seed: int, fenced: bool = False,
+                 read_only: bool = False) -> None:
         self.dtype, self.shape = like.dtype, like.shape
         self.guard = guard_length(like.dtype)
         elements = self.guard // like.dtype.itemsize
@@ -74,14 +80,25 @@ class GuardedBuffer:
         self.storage[: self.guard] = guards[: self.guard]
         self.storage[self.guard + like.nbytes:] = guards[self.guard:]
         self.array = typed[elements: elements + like.size].reshape(like.shape)
+        self._region = region if read_only else None  # mapped read-only at the first fill
+        self.protected = False
         if region is not None:
-            _protect_tail(region, _tail(self.guard), mmap.PROT_READ)
+            _protect(region, len(region) - _tail(self.guard), _tail(self.guard),
+                     mmap.PROT_READ)
             weakref.finalize(typed, _give_back, region)
 
     def fill(self, values: np.ndarray | None, poison_seed: int | None) -> None:
-        """Recorded input values, or random poison (for a buffer the kernel only writes)."""
+        """Recorded input values, or random poison (for a buffer the kernel only writes).
+        A read-only buffer's mapping is made read-only after its first fill; filled again
+        (between launches of a chain), it still holds its input: a write would have
+        faulted."""
+        if self.protected:
+            return
         if poison_seed is None:
             np.copyto(self.array, values)
+            if self._region is not None:
+                _protect(self._region, 0, len(self._region), mmap.PROT_READ)
+                self.protected = True
         else:
             size = self.storage.size - 2 * self.guard
             self.storage[self.guard: self.guard + size] = \
@@ -114,9 +131,9 @@ def _fenced_region(like: np.ndarray, guard: int) -> mmap.mmap | None:
         return None
     head = -(-(guard + _rounded(like.nbytes)) // layout.PAGE) * layout.PAGE
     spare = _SPARE.get(head + _tail(guard))
-    if spare:
+    if spare:  # its tail, or all of it (a read-only buffer's), was left read-only
         region = spare.pop()
-        _protect_tail(region, _tail(guard), mmap.PROT_READ | mmap.PROT_WRITE)
+        _protect(region, 0, len(region), mmap.PROT_READ | mmap.PROT_WRITE)
         return region
     region = mmap.mmap(-1, head + _tail(guard))
     if like.nbytes >= layout.HUGE and hasattr(mmap, "MADV_HUGEPAGE"):
@@ -147,11 +164,13 @@ def _libc_mprotect():
     return function
 
 
-def _protect_tail(region: mmap.mmap, tail: int, protection: int) -> None:
-    """Set the protection of the mapping's last ``tail`` bytes: read-only once its guard
-    bytes are written, writable again to write a reused one's."""
+def _protect(region: mmap.mmap, start: int, length: int, protection: int) -> None:
+    """Set the protection of ``length`` bytes of the mapping from ``start`` (whole pages):
+    its tail read-only once its guard bytes are written, all of it for a read-only input
+    once filled, writable again to fill a reused one."""
     address = ctypes.addressof(ctypes.c_char.from_buffer(region))
-    _libc_mprotect()(address + len(region) - tail, tail, protection)
+    if _libc_mprotect()(address + start, length, protection):
+        raise OSError(ctypes.get_errno(), "mprotect failed on a fenced buffer")
 
 
 def split_storage(storage: np.ndarray, like: np.ndarray) -> np.ndarray:

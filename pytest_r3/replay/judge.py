@@ -83,6 +83,23 @@ FENCED_HINT = (" (on the second run of cases the first run passed, where each bu
                "even one that writes back the bytes it read, as it would beside a read-only "
                "mapping in production)")
 
+
+def fenced_hint(cases: list[Case], host: bool) -> str:
+    """FENCED_HINT, naming the inputs the baseline never writes where they were mapped
+    read-only on that run too (host memory: see buffers.GuardedBuffer)."""
+    names = sorted({name for case in cases for slot in case.slots if not slot.written
+                    for name in slot.params})
+    if not host or not names:
+        return FENCED_HINT
+    inputs = " and ".join(names)
+    return (f" (on the second run of cases the first run passed, where {inputs}, which the "
+            f"original only reads, lay in pages mapped read-only, so any write through "
+            f"{'them' if len(names) > 1 else 'it'} faults, however the kernel reached "
+            f"{'their' if len(names) > 1 else 'its'} address; and where each buffer ends "
+            "just before a read-only page: a store past the end of a buffer faults there, "
+            "even one that writes back the bytes it read, as it would beside a read-only "
+            "mapping in production)")
+
 # Workloads timed per candidate at most: each costs its launch time every timing round.
 TIMED_WORKLOADS = 8
 
@@ -367,7 +384,8 @@ class Judge:
                 replies = run([(case, case.fills(seeds), guard) for case, seeds, guard in plan])
             except WorkerDied as died:
                 if attempt % 2 and died.result.diagnostics:  # the same cases ran unfenced
-                    died.result.diagnostics[0] += FENCED_HINT
+                    died.result.diagnostics[0] += fenced_hint(cases,
+                                                              self.spec.backend == "cpu")
                 raise
             named = kind or ("mismatch" if attempt == 0 else "nondeterministic")
             prefix = what or ("" if attempt == 0 else "a second run (other poison) of ")

@@ -127,8 +127,9 @@ class Runner:
         if plain:
             buffers += plain_buffers([slot.values for slot in case.slots], guard_seed)
         else:
-            fenced = self.fenced and fenced_seed(guard_seed)
-            buffers += [GuardedBuffer(slot.values, guard_seed + number, fenced)
+            fenced = self.fenced and fenced_seed(guard_seed)  # inputs mapped read-only too
+            buffers += [GuardedBuffer(slot.values, guard_seed + number, fenced,
+                                      read_only=not slot.written)
                         for number, slot in enumerate(case.slots)]
         by_param = {}
         for number, (slot, buffer) in enumerate(zip(case.slots, buffers, strict=True)):
