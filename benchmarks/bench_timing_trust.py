@@ -29,10 +29,17 @@ background processes, for each example CPU kernel (scaled_add, matmul, jacobi2d)
 Other work on the machine adds to every level: "load 0" is only as quiet as the machine
 is; the script prints the load average at each level.
 
+A variant that does not build, or that the replay refuses (its status and first
+diagnostic line are printed, as ``refused`` lines), is left out of the cells that follow;
+the others go on. ``--variant KERNEL=FILE`` adds a rewrite of your own as a reference
+variant of KERNEL (its ratio is then whatever it measures).
+
 Run from anywhere::
 
     python benchmarks/bench_timing_trust.py            # 30 A/A and 10 A/B per cell
     python benchmarks/bench_timing_trust.py --quick    # 10 A/A and 5 A/B per cell
+    python benchmarks/bench_timing_trust.py --kernels scaled_add --levels 0 \
+        --variant scaled_add=my_rewrite.c           # one more variant, one level
 """
 
 from __future__ import annotations
@@ -58,6 +65,7 @@ sys.path.insert(0, str(EXAMPLE))
 
 import exampleproj  # noqa: E402  (declares the kernels)
 
+from pytest_r3.errors import R3Error  # noqa: E402
 from pytest_r3.record.store import RecordingStore  # noqa: E402
 from pytest_r3.replay import Candidate, ReplayServer, ReplaySettings  # noqa: E402
 from pytest_r3.replay.manual import load_spec  # noqa: E402
@@ -77,7 +85,12 @@ SETTINGS = ReplaySettings(fresh_inputs=1, derived_sizes=False, reserve_inputs=0)
 
 
 def source_of(file: str | None) -> str | None:
-    return None if file is None else (VARIANTS / file).read_text()
+    return None if file is None else (VARIANTS / file).read_text()  # absolute: kept as is
+
+
+class Refused(Exception):
+    """A variant that does not build, or an evaluation the replay refused: its cell is
+    reported in one line and left out, the others go on."""
 
 
 def reference_ratio(store: RecordingStore, name: str, macros: dict, file: str | None,
@@ -87,8 +100,12 @@ def reference_ratio(store: RecordingStore, name: str, macros: dict, file: str | 
     workload recording's arguments, the fastest launch of each by thread CPU time,
     weighted as the replay weighs the workloads."""
     kernel = getattr(exampleproj, name)
-    builds = [kernel.build(kernel.variant()),
-              kernel.build(kernel.variant(source_text=source_of(file), **macros))]
+    try:
+        builds = [kernel.build(kernel.variant()),
+                  kernel.build(kernel.variant(source_text=source_of(file), **macros))]
+    except R3Error as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise Refused(f"build error: {first}") from None
     recordings = [r for r in store.load_all(name) if r.is_workload]
     if not recordings:
         sys.exit(f"{name}: no workload recording to measure the reference on")
@@ -152,7 +169,7 @@ def measure(server: ReplayServer, candidate: Candidate, runs: int) -> dict:
             taken += int(result.details.get("taken", 0))
             continue
         if not result.ok or result.timing is None:
-            sys.exit(f"{candidate.label}: {result.summary()}")
+            raise Refused(result.reason())
         speedups.append(result.timing.speedup)
         within_noise.append(result.timing.within_noise)
         dropped += result.timing.dropped
@@ -170,14 +187,26 @@ def main() -> None:
     parser.add_argument("--ab", type=int, default=None, help="A/B runs per variant (10)")
     parser.add_argument("--levels", default="0,1,2,4", help="busy processes per level")
     parser.add_argument("--kernels", default=",".join(REFERENCES))
+    parser.add_argument("--variant", action="append", default=[], metavar="KERNEL=FILE",
+                        help="also measure this rewrite as a reference variant of KERNEL")
+    parser.add_argument("--reference-seconds", type=float, default=10.0,
+                        help="seconds each reference ratio is measured for before the load "
+                             "(10; 4 at each level)")
     isolation.add_option(parser)
     args = parser.parse_args()
     aa_runs = args.aa if args.aa is not None else (10 if args.quick else 30)
     ab_runs = args.ab if args.ab is not None else (5 if args.quick else 10)
     levels = [int(n) for n in args.levels.split(",")]
     kernels = args.kernels.split(",")
+    references = {name: list(REFERENCES.get(name, [])) for name in kernels}
+    for given in args.variant:
+        name, _, file = given.partition("=")
+        if name not in references or not file:
+            parser.error(f"--variant {given}: expected KERNEL=FILE with KERNEL one of "
+                         f"{', '.join(kernels)}")
+        references[name].append((Path(file).name, {}, str(Path(file).resolve())))
     started = time.perf_counter()
-    aa_rows, ab_rows = [], []
+    aa_rows, ab_rows, refused = [], [], []
     with tempfile.TemporaryDirectory(prefix="r3-trust-") as folder:
         r3_dir = Path(folder)
         record(r3_dir)
@@ -186,22 +215,43 @@ def main() -> None:
                                       SETTINGS).start() for name in kernels}
         try:
             quiet = {}
+
+            def refuse(level: int | None, name: str, label: str, why: Refused) -> None:
+                refused.append(f"refused {name} {label}"
+                               + ("" if level is None else f" at {level} busy") + f": {why}")
+                print(refused[-1], flush=True)
+                references[name] = [r for r in references[name] if r[0] != label]
+
             for name in kernels:  # the reference figures, before any load is started
-                for label, macros, file in REFERENCES[name]:
-                    quiet[name, label] = reference_ratio(store, name, macros, file)
+                for label, macros, file in list(references[name]):
+                    try:
+                        quiet[name, label] = reference_ratio(store, name, macros, file,
+                                                             args.reference_seconds)
+                    except Refused as why:
+                        refuse(None, name, label, why)
+                        continue
                     print(f"reference {name} {label}: {quiet[name, label]:.3f}x "
                           f"(load {os.getloadavg()[0]:.1f})", flush=True)
             for level in levels:
                 with Load(level):
                     for name in kernels:
-                        aa = measure(servers[name], Candidate(label="A/A"), aa_runs)
-                        aa_rows.append((level, os.getloadavg()[0], name, aa))
-                        print(aa_row(*aa_rows[-1]), flush=True)
-                        for label, macros, file in REFERENCES[name]:
+                        try:
+                            aa = measure(servers[name], Candidate(label="A/A"), aa_runs)
+                        except Refused as why:
+                            refuse(level, name, "A/A", why)
+                        else:
+                            aa_rows.append((level, os.getloadavg()[0], name, aa))
+                            print(aa_row(*aa_rows[-1]), flush=True)
+                        for label, macros, file in list(references[name]):
                             candidate = Candidate(macros=dict(macros),
                                                   source_text=source_of(file), label=label)
-                            ab = measure(servers[name], candidate, ab_runs)
-                            now = reference_ratio(store, name, macros, file, seconds=4.0)
+                            try:
+                                ab = measure(servers[name], candidate, ab_runs)
+                                now = reference_ratio(store, name, macros, file,
+                                                      min(4.0, args.reference_seconds))
+                            except Refused as why:
+                                refuse(level, name, label, why)
+                                continue
                             ab_rows.append((level, os.getloadavg()[0], name, label, ab,
                                             quiet[name, label], now))
                             print(ab_row(*ab_rows[-1]), flush=True)
@@ -216,6 +266,8 @@ def main() -> None:
     print(AB_HEADER)
     for row in ab_rows:
         print(ab_row(*row))
+    for line in refused:
+        print(line)
 
 
 AA_HEADER = (f"{'busy':>4} {'load':>5} {'kernel':<11} {'A/A +-5%':>9} {'A/A noise':>9} "

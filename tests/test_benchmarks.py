@@ -56,3 +56,31 @@ def test_every_benchmark_offers_the_real_cache_and_starts(tmp_path, script):
     done = run(tmp_path, str(BENCHMARKS / script), "--help")
     assert done.returncode == 0, done.stderr
     assert "--real-cache" in done.stdout
+
+
+WRONG_SCALED_ADD = """void scaled_add(long n, float alpha, const float *x, float *y)
+{
+    for (long i = 0; i < n; ++i)
+        y[i] = x[i] + y[i];  /* forgets alpha */
+}
+"""
+
+
+def test_the_timing_trust_benchmark_reports_a_refused_variant_and_goes_on(tmp_path):
+    """A reference variant that does not compile, and one the replay refuses as wrong, are
+    each reported in one line (variant, status, first diagnostic) and left out; the other
+    variants' cells are still measured and printed."""
+    (tmp_path / "wrong.c").write_text(WRONG_SCALED_ADD)
+    (tmp_path / "broken.c").write_text(WRONG_SCALED_ADD.replace("y[i];", "y[i]"))
+    done = run(tmp_path, str(BENCHMARKS / "bench_timing_trust.py"), "--kernels", "scaled_add",
+               "--levels", "0", "--aa", "1", "--ab", "1", "--reference-seconds", "0.2",
+               "--variant", "scaled_add=wrong.c", "--variant", "scaled_add=broken.c")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("refused scaled_add broken.c: build error: ")
+               and "expected ';'" in line for line in lines), done.stdout
+    assert any(line.startswith("refused scaled_add wrong.c at 0 busy: wrong_output (mismatch): ")
+               and "differs" in line for line in lines), done.stdout
+    table = lines[next(n for n, line in enumerate(lines)
+                       if line.split()[:4] == ["busy", "load", "kernel", "variant"]):]
+    assert [line.split()[3:5] for line in table[1:3]] == [["two", "passes"], ["fifth", "twice"]]
