@@ -13,7 +13,7 @@ and whether a claim would count it slower (the 3% band and ``PROBE_MARGIN``).
 
 Run from the repository root::
 
-    python benchmarks/bench_probes.py [--repeats 2]
+    python benchmarks/bench_probes.py [--repeats 2] [--aa-runs 10 [--aa-only]]
 
 Each line ends with the 1-minute load average.
 """
@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -69,6 +70,11 @@ def confirmation(pool: ServerPool, macros: dict, probes: bool) -> tuple[float, f
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--aa-runs", type=int, default=1,
+                        help="times the baseline is timed against itself on every probe, "
+                        "each in a fresh process (a summary per probe follows)")
+    parser.add_argument("--aa-only", action="store_true",
+                        help="leave out the confirmations with and without the probes")
     isolation.add_option(parser)
     args = parser.parse_args()
     import exampleproj  # noqa: F401  (declares the kernels)
@@ -81,22 +87,31 @@ def main() -> None:
         for name, macros in WINNERS.items():
             spec = KernelSpec.from_kernel(declaration.lookup(name))
             with ServerPool(spec, store.root, store.keys(name), ReplaySettings(), 1) as pool:
-                for repeat in range(args.repeats):
+                for repeat in range(0 if args.aa_only else args.repeats):
                     for probes in (True, False):
                         start, whole, outcome = confirmation(pool, macros, probes)
                         print(f"{name} [{repeat + 1}/{args.repeats}] probes "
                               f"{'on ' if probes else 'off'}: start {start:.1f} s, start + "
                               f"evaluation {whole:.1f} s ({outcome}); {load()}", flush=True)
-                with pool.fresh() as server:
-                    started = time.perf_counter()
-                    timings = server.time_probes(Candidate(label="the baseline, built apart"))
-                    seconds = time.perf_counter() - started
-                for probe in timings:
-                    low, high = probe.timing.interval
-                    print(f"{name} A/A on {probe.label}: {probe.timing.speedup:.3f}x "
-                          f"[{low:.3f}-{high:.3f}], "
-                          f"{'SLOWER' if probe.slower(width) else 'not slower'}; {load()}")
-                print(f"{name}: the probes timed in {seconds:.1f} s", flush=True)
+                figures: dict[str, list[float]] = {}
+                for run in range(args.aa_runs):
+                    with pool.fresh() as server:
+                        started = time.perf_counter()
+                        timings = server.time_probes(
+                            Candidate(label="the baseline, built apart"))
+                        seconds = time.perf_counter() - started
+                    for probe in timings:
+                        low, high = probe.timing.interval
+                        figures.setdefault(probe.label, []).append(probe.timing.speedup)
+                        print(f"{name} [{run + 1}/{args.aa_runs}] A/A on {probe.label}: "
+                              f"{probe.timing.speedup:.3f}x [{low:.3f}-{high:.3f}] over "
+                              f"{probe.timing.rounds} round(s), "
+                              f"{'SLOWER' if probe.slower(width) else 'not slower'}; {load()}")
+                    print(f"{name}: the probes timed in {seconds:.1f} s", flush=True)
+                for label, speedups in figures.items():
+                    print(f"{name} A/A summary on {label}: {len(speedups)} run(s), lowest "
+                          f"{min(speedups):.3f}x, median {statistics.median(speedups):.3f}x, "
+                          f"highest {max(speedups):.3f}x; {load()}", flush=True)
 
 
 if __name__ == "__main__":

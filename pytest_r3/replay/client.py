@@ -492,8 +492,10 @@ class ReplayServer:
                        for parity in seeds], "weights": weights,
             "restore": [in_place(case) for case in timed],
             "budget": TIMING_SHARE * self.request_timeout,
-            # a probe asks whether the candidate is far slower: the fewest rounds do
-            "rounds": None if cases is None else self.settings.min_timing_rounds},
+            # a probe asks whether the candidate is far slower: the fewest rounds do, and
+            # the first round that reads not slower ends it (see probes.clear_of)
+            "rounds": None if cases is None else self.settings.min_timing_rounds,
+            "clear_of": None if cases is None else probes.clear_of()},
             self.request_timeout)
         try:
             timing = Timing.from_dict(data.get("timing"), weights)

@@ -24,8 +24,9 @@ from .statistics import NOISE_FLOOR, Verdict
 Basis = Literal["baseline", "best_so_far"]
 # Why timing stopped before ``timing_rounds``: "" (it did not), the ratio settled, a race
 # was lost / tied / won, or rounds kept losing their core: "busy" (enough clean rounds for
-# a figure) or "too_busy" (too few: no figure).
-Stop = Literal["", "settled", "raced", "tied", "ahead", "busy", "too_busy"]
+# a figure) or "too_busy" (too few: no figure); "clear": a timing that only asked whether
+# the candidate is slower than a threshold (a slow-path probe) had its answer, no.
+Stop = Literal["", "settled", "raced", "tied", "ahead", "busy", "too_busy", "clear"]
 STOPS: tuple[str, ...] = get_args(Stop)
 RACE_STOPS = ("raced", "tied", "ahead")  # reasons to stop timing that only a race has
 TimedOn = Literal["", "workloads", "test inputs"]

@@ -37,6 +37,20 @@ from .measurement import MalformedTiming, Timing
 
 MISALIGNMENTS = (4, 8)      # bytes a written buffer is moved off its allocation's start
 ZERO_SHARES = (0.1, 1.0)    # shares of a read-only float input's elements made zero
+# The smallest slowdown on a slow-path probe that refuses a claim, whatever the band: a
+# probe is one timing of the largest case, and the baseline timed against itself on the
+# example project's 14 probes, 10 times each (bench_probes.py --aa-runs 10; 48 MiB
+# scaled_add, 1024 x 1024 jacobi2d, 256 x 256 matmul; load 1.3-11 on 2 cores), read as
+# low as 0.86x, and the top of its interval, which decides, as low as 0.935 (jacobi2d, in
+# all zeros): 15% is twice that (with rounds of four samples, 25%: an interval of
+# 0.74-0.90 was read). The slow paths the probes are for cost 1.5x to 70x.
+PROBE_MARGIN = 0.15
+
+
+def clear_of() -> float:
+    """The speedup a probe's timing may stop at once a round reads it (timing's
+    ``clear_of``): no band a claim uses (``PROBE_MARGIN`` at least) counts it slower."""
+    return 1.0 / (1.0 + PROBE_MARGIN)
 
 
 @dataclass(frozen=True)

@@ -149,6 +149,9 @@ class ReplaySettings:
     min_sample_seconds: float = 2e-3   # each timed sample repeats launches up to this long
     timing_recordings: int = 2         # the largest N recordings are timed
     race_rounds: int = 2               # rounds before a clearly slower candidate may stop
+    # racing, half-rounds (four samples) before a clearly slower candidate stops: 0 decides
+    # on whole rounds (race_rounds) instead, as before half-rounds (see replay/timing.py)
+    race_halves: int = 3
     # rounds taken again after a sample lost its core, per round planned, before the timing
     # gives up as too busy (8: fewer than one clean round in nine attempts)
     retakes_per_round: float = 8.0

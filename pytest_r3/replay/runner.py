@@ -227,7 +227,7 @@ class Runner:
              checks: list[dict], weights: list[float] | None = None,
              race_against: float | None = None, reference: str = "baseline",
              restore: list[list[int]] | None = None, budget: float | None = None,
-             rounds: float | None = None):
+             rounds: float | None = None, clear_of: float | None = None):
         """Interleaved timing against the baseline, then the candidate again on each set of
         buffers the timing used, as many launches in a row as a timed sample made, refilled
         as the judge asks (``checks``: the fills of even and odd launches): a variant that
@@ -236,7 +236,9 @@ class Runner:
         ``reference``: the variant timed side by side, the baseline unless the client built
         the best configuration so far as "reference". ``budget``: seconds the rounds may
         take (see timing.interleaved_speedup). ``rounds``: at most this many timed rounds
-        (``min_timing_rounds`` at least) instead of the settings' ``timing_rounds``."""
+        (``min_timing_rounds`` at least) instead of the settings' ``timing_rounds``.
+        ``clear_of``: only whether the candidate is slower than this is asked (a slow-path
+        probe, see timing.interleaved_speedup)."""
         settings = self.settings if rounds is None else replace(
             self.settings, timing_rounds=max(self.settings.min_timing_rounds, int(rounds)))
         if reference not in ("baseline", "reference") or reference not in self.variants:
@@ -257,7 +259,8 @@ class Runner:
                 # a winner against the best so far is timed again against the baseline: it
                 # may stop as soon as it has won; against the baseline, after the minimum
                 stop_ahead=self.settings.race_rounds if reference != "baseline"
-                else self.settings.min_timing_rounds, counters=self.counters, budget=budget)
+                else self.settings.min_timing_rounds, counters=self.counters, budget=budget,
+                clear_of=clear_of)
             self._repeats.update(((reference, index), count)
                                  for index, count in zip(case_indices, timing.repeats))
         except KernelFault as fault:

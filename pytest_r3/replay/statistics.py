@@ -52,6 +52,13 @@ def _rank(n: int, confidence: float) -> int:
     return max(1, k)
 
 
+def upper_is_highest(rounds: int, confidence: float = CONFIDENCE) -> bool:
+    """Whether the interval over ``rounds`` rounds (or fewer) reaches up to the highest
+    round's ratio (fewer than six rounds at 95%): then one round that reads at least some
+    value puts the interval's upper end there too, whatever the other rounds read."""
+    return _rank(rounds, confidence) == 1
+
+
 def ratio_interval(base: Sequence[float], cand: Sequence[float],
                    confidence: float = CONFIDENCE) -> tuple[float, float]:
     """The interval for the median ratio: order statistics of the per-round ratios."""

@@ -12,7 +12,7 @@ import numpy as np
 from .counters import Counters
 from .measurement import LAYOUT_ROUNDS, CaseTiming, Timing
 from .sampling import Arguments, Sample, Sampler
-from .statistics import NOISE_FLOOR, median_ratio, ratio_interval
+from .statistics import NOISE_FLOOR, median_ratio, ratio_interval, upper_is_highest
 
 # One round of one case: eight samples, (variant, set of buffers), set 0 being the
 # baseline's arguments. The sets alternate from every sample to the next, across rounds too,
@@ -31,6 +31,13 @@ SAMPLES_PER_SIDE = len(SCHEDULE) // 2
 # A warm-up round, untimed, is the first half: each variant once on each set, where
 # nothing needs to cancel (it faults pages in and warms caches and code before the timing).
 WARM_UP = SCHEDULE[:SAMPLES_PER_SIDE]
+# A racing candidate's round in two halves, B C C B and C B B C, each on sets 0 1 0 1: each
+# half has each variant once on each set, at positions whose sums match (1 4 against 2 3),
+# so a linear drift cancels within it, and a race may be lost after any half (see
+# _outrun_halves). What a half leaves (a favoured predecessor: the base follows the
+# candidate twice in the first half, the candidate the base twice in the second) cancels
+# over the whole round, which alone gives the figures a timing reports.
+HALVES = (SCHEDULE[:SAMPLES_PER_SIDE], SCHEDULE[SAMPLES_PER_SIDE:])
 
 
 def _mean(samples: list[Sample]) -> Sample:
@@ -67,6 +74,23 @@ def _outrun(base_times: list[float], cand_times: list[float], race_against: floa
     return behind >= max(1, settings.race_rounds) and 4 * behind >= 3 * len(ratios)
 
 
+def _outrun_halves(base_halves: list[float], cand_halves: list[float], race_against: float,
+                   settings) -> bool:
+    """A race lost on half-rounds (see :data:`HALVES`): the first ``race_halves`` halves all
+    behind the speedup to beat by more than the noise floor, or later, all but one in
+    four of them and ``race_halves + 1`` at least. A clear loser stops after
+    ``race_halves`` halves (12 samples, as rounds of four did before rounds of eight); a
+    candidate equal to the speedup to beat is declared a loser less often than by
+    :func:`_outrun` over whole rounds (tests/test_timing_race.py)."""
+    ratios = np.array(base_halves) / np.array(cand_halves)
+    behind = int((ratios < race_against * (1 - NOISE_FLOOR)).sum())
+    first = max(2, settings.race_halves)  # a whole round at least
+    if len(ratios) < first:
+        return False
+    return behind == len(ratios) or (len(ratios) >= first + 2 and behind >= first + 1
+                                     and 4 * behind >= 3 * len(ratios))
+
+
 def _tied(base_times: list[float], cand_times: list[float], race_against: float | None,
           settings) -> bool:
     """A race that more rounds would not decide: after ``min_timing_rounds`` rounds the
@@ -96,7 +120,8 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
                         repeats: list[int | None] | None = None,
                         stop_ahead: int | None = None,
                         counters: Counters | None = None,
-                        budget: float | None = None) -> Timing:
+                        budget: float | None = None,
+                        clear_of: float | None = None) -> Timing:
     """Baseline and candidate timed side by side, round after round (see Timing).
 
     ``base_args`` and ``cand_args`` are two sets of launch arguments, one per timed case.
@@ -118,7 +143,8 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
     ``too_busy`` with fewer. Rounds stop early, after
     ``min_timing_rounds``, once the ratio is steady (IQR under half the noise floor), and
     at ``timing_rounds`` otherwise. With ``race_against`` (the best speedup so
-    far), they stop as soon as the candidate has clearly lost (``raced`` in the result), or
+    far), they stop as soon as the candidate has clearly lost (``raced`` in the result;
+    told after every half-round, see :data:`HALVES`, unless ``race_halves`` is 0), or
     is tied with it after ``min_timing_rounds``, or has clearly won in ``stop_ahead``
     rounds (None: never; a winner's speedup becomes what later candidates race against).
     ``budget``: seconds the rounds may take in all (the caller's request limit less a
@@ -126,6 +152,10 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
     ``too_busy``), so a machine busy enough to drag the timing past the caller's limit
     gives a too-busy result instead of a killed worker (a ``timeout``, which would fail the
     candidate: the baseline itself under heavy load).
+    ``clear_of``: the timing only asks whether the candidate is slower than this speedup
+    (a slow-path probe: its interval wholly below it); with fewer than six rounds planned
+    the interval reaches up to the highest round, so the rounds stop (``clear``) after the
+    first that reads at least ``clear_of``: the answer, no, is what every round would give.
     ``stopped`` says which rule ended the rounds ("" when they all ran).
     """
     ends = None if budget is None else time.monotonic() + budget
@@ -156,21 +186,46 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
     allowed = settings.retakes_per_round * (warmup + settings.timing_rounds) \
         * len(SCHEDULE) * len(base_args)
     round_index = retakes = last_set = 0
+    # a racing candidate's halves (see HALVES): weighted base and candidate times of each
+    halves_on = race_against is not None and settings.race_halves > 0
+    # a probe's question, answered by one round (see the docstring)
+    answered_by_one = clear_of is not None and upper_is_highest(settings.timing_rounds)
+    base_halves: list[float] = []
+    cand_halves: list[float] = []
     while round_index < warmup + settings.timing_rounds:
         timed = round_index >= warmup
         ones = []
         ones_by_set: list[tuple] = []  # per case: base and candidate on set 0, then set 1
-        for sets, repeat, per_slice in zip(zip(base_args, cand_args), repeats, slices,
-                                           strict=True):
-            taken = []
-            order = SCHEDULE if timed else WARM_UP
-            for side, which in order:
-                sample = sampler.sample(launchers[side], sets[which], repeat, per_slice, timed)
-                while sample.seconds is None and retakes < allowed and not late():
-                    retakes += 1  # that sample again, at once: same variant, same buffers
+        order = SCHEDULE if timed else WARM_UP
+        # racing, every case's first half is taken before any case's second half
+        blocks = HALVES if timed and halves_on else (order,)
+        taken_per_case: list[list[tuple[str, Sample]]] = [[] for _ in base_args]
+        for block in blocks:
+            for sets, repeat, per_slice, taken in zip(zip(base_args, cand_args), repeats,
+                                                      slices, taken_per_case, strict=True):
+                for side, which in block:
                     sample = sampler.sample(launchers[side], sets[which], repeat, per_slice,
                                             timed)
-                taken.append((side, sample))
+                    while sample.seconds is None and retakes < allowed and not late():
+                        retakes += 1  # that sample again, at once: same variant, same buffers
+                        sample = sampler.sample(launchers[side], sets[which], repeat,
+                                                per_slice, timed)
+                    taken.append((side, sample))
+            if len(blocks) == 1:
+                break
+            half = [tuple(_mean([s for side, s in taken[-len(block):] if side == wanted])
+                          for wanted in ("base", "cand")) for taken in taken_per_case]
+            if any(s.seconds is None for pair in half for s in pair):
+                break  # the round is not whole: below, as when the retakes ran out
+            base_halves.append(sum(w * b.seconds for w, (b, _) in zip(weights, half)))
+            cand_halves.append(sum(w * c.seconds for w, (_, c) in zip(weights, half)))
+            if _outrun_halves(base_halves, cand_halves, race_against, settings):
+                raced = True
+                break
+        if raced and any(len(taken) < len(order) for taken in taken_per_case):
+            stopped = "raced"  # lost on a first half: the whole rounds before it stand
+            break
+        for taken in taken_per_case:
             ones.append(tuple(_mean([s for side, s in taken if side == wanted])
                               for wanted in ("base", "cand")))
             ones_by_set.append(tuple(
@@ -197,9 +252,14 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
         counted.append(tuple(sum(w * getattr(s, what) for w, s in zip(weights, side))
                              for what in ("cycles", "instructions")
                              for side in ([b for b, _ in ones], [c for _, c in ones])))
-        if len(base_times) >= settings.min_timing_rounds and _settled(base_times, cand_times):
+        if raced:  # lost on a round's second half
+            stopped = "raced"
+        elif answered_by_one and base_times[-1] / cand_times[-1] >= clear_of:
+            stopped = "clear"
+        elif len(base_times) >= settings.min_timing_rounds and \
+                _settled(base_times, cand_times):
             stopped = "settled"
-        elif _outrun(base_times, cand_times, race_against, settings):
+        elif not halves_on and _outrun(base_times, cand_times, race_against, settings):
             stopped, raced = "raced", True
         elif _tied(base_times, cand_times, race_against, settings):
             stopped = "tied"

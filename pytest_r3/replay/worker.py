@@ -100,7 +100,8 @@ class Worker:
                                           str(data.get("reference", "baseline")),
                                           data.get("restore"),
                                           _number_or_none(data.get("budget")),
-                                          _number_or_none(data.get("rounds")))
+                                          _number_or_none(data.get("rounds")),
+                                          _number_or_none(data.get("clear_of")))
         self.send("timed", reply, buffers)
 
     def on_call(self, data: dict, arrays: dict) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..replay.probes import ProbeTiming
+from ..replay.probes import PROBE_MARGIN, ProbeTiming
 from ..replay.protocol import Candidate, Result
 from ..replay.statistics import band_from
 
@@ -30,12 +30,6 @@ from ..replay.statistics import band_from
 # buffer placement alone moves timings that much between processes.
 MIN_EFFECT = 0.03
 CONFIRMED_IN = "fresh worker process"  # where a claim is measured (reports, r3.lock)
-# The smallest slowdown on a slow-path probe that refuses a claim, whatever the band: a
-# probe is one timing of the largest case, and the baseline timed against itself on the
-# example project's probes (48 MiB scaled_add, 1024 x 1024 jacobi2d, load 7 on 2 cores)
-# read as low as 0.85x, interval 0.74-0.90, where the A/A band was 3%. The slow paths the
-# probes are for cost 1.5x to 70x.
-PROBE_MARGIN = 0.25
 
 
 @dataclass(frozen=True)
