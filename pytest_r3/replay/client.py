@@ -272,13 +272,14 @@ class ReplayServer:
     def _runner(self, variant: str, timeout: float):
         """``run(requests)``: each ``(case, fills, guard_seed)`` run once, in one round trip;
         the replies ``(data, arrays)`` in order. A fourth item, true, runs on buffers laid
-        out as in production instead of guarded ones."""
+        out as in production instead of guarded ones; a fifth, true, launches from a thread
+        other than the worker's main one (see threads)."""
         def run(requests: list[tuple]) -> list[tuple[dict, dict]]:
             _, data, arrays = self._ask("run", {"variant": variant, "runs": [
                 {"case": self._index[id(case)], "fills": fills, "guard_seed": seed,
                  "after": [self._index[id(before)] for before in case.after],
-                 "plain": bool(plain and plain[0])}
-                for case, fills, seed, *plain in requests]}, timeout)
+                 "plain": bool(rest[:1] and rest[0]), "thread": bool(rest[1:2] and rest[1])}
+                for case, fills, seed, *rest in requests]}, timeout)
             returned = data.get("returned")
             if not isinstance(returned, list) or len(returned) != len(requests):
                 raise WorkerDied(Result(protocol.CRASH, diagnostics=[

@@ -31,6 +31,7 @@ from .heartbeat import quiet
 from .layout import prefer_heap, timed_seed
 from .protocol import KernelSpec, Rejected, ReplaySettings
 from .sampling import Arguments
+from .threads import on_fresh_thread
 from .timing import interleaved_speedup
 
 ROTATION = 4  # prepared copies of a timed case whose kernel updates its buffers in place
@@ -176,21 +177,29 @@ class Runner:
 
     # -- requests -----------------------------------------------------------------------------
     def run(self, variant: str, case_index: int, fills: dict, guard_seed: int,
-            after: list[int] = (), plain: bool = False):
+            after: list[int] = (), plain: bool = False, thread: bool = False):
         """One launch on fresh guarded buffers (``plain``: laid out as in production); every
         buffer comes back whole. With
         ``after``, those cases run first on the same buffers, each launch refilling only the
-        read-only inputs, so what the written buffers hold is kept from launch to launch."""
+        read-only inputs, so what the written buffers hold is kept from launch to launch.
+        ``thread``: the launches are made from a fresh thread, not the main one (see
+        threads)."""
         chain = [self.cases[index] for index in (*after, case_index)]
         args, buffers = self._arguments(chain[0], fills, guard_seed, plain)
+        returned = on_fresh_thread(self._chain, variant, chain, args, buffers) if thread \
+            else self._chain(variant, chain, args, buffers)
+        return {"returned": _plain(returned)}, {
+            str(number): buffer.storage for number, buffer in enumerate(buffers)}
+
+    def _chain(self, variant: str, chain: list[WorkerCase], args: list, buffers: list):
+        """The launches of one run (see run); the last one's return value."""
         returned = self._launch(variant, args)
         for case in chain[1:]:
             for buffer, slot in zip(buffers, case.slots, strict=True):
                 if not slot.written:
                     buffer.fill(slot.values, None)
             returned = self._launch(variant, args)
-        return {"returned": _plain(returned)}, {
-            str(number): buffer.storage for number, buffer in enumerate(buffers)}
+        return returned
 
     def _timed(self, case: WorkerCase, guard_seed: int, which: int, index: int,
                restore: list[int] | None):
