@@ -24,12 +24,16 @@ from .probes import ProbeTiming
 from .process import DEFAULT_ADDRESS_SPACE, WorkerDied, WorkerProcess
 from .protocol import Candidate, KernelSpec, Rejected, ReplaySettings, Result
 from .statistics import NOISE_FLOOR
+from .threads import OTHER_THREAD
 
 # The share of the request limit a timing's rounds may take: past it they stop (too busy,
 # or the clean rounds' figures), and the rest is left for the checks after them, so a busy
 # machine never gets a worker killed as if its candidate hung.
 TIMING_SHARE = 0.7
 
+
+# The label of the slow-path probe timed from another thread (see _time_off_main_thread).
+THREAD_PROBE = f"the largest timed case {OTHER_THREAD}"
 
 class ReplayError(R3Error):
     """The replay server itself cannot go on (its baseline fails, or it crashes in a loop)."""
@@ -407,7 +411,7 @@ class ReplayServer:
                 f"{self.settings.sanity_bound:g}x: verified again on "
                 f"{len(self.judge.reserve())} more perturbed input sets; review it before "
                 "trusting it")
-        if self.probes and result.timing.interval[0] > 1.0:  # a claim: the probes too
+        if self.settings.probes and result.timing.interval[0] > 1.0:  # a claim: the probes
             result.probes = self._time_probes(name)
         # last: after its timing's launches, many more on buffers as production's
         self.judge.verify_production(run, self.settings.production_calls)
@@ -435,7 +439,17 @@ class ReplayServer:
                 died.result.diagnostics[:1] = [f"{first[0]} (timed on the slow-path probe "
                                                f"{label})"]
                 raise
-        return tuple(timings)
+        return tuple(timings) + self._time_off_main_thread(name)
+
+    def _time_off_main_thread(self, name: str) -> tuple[ProbeTiming, ...]:
+        """Variant ``name`` timed against the baseline on the largest timed case with every
+        launch of both made from a thread other than the worker's main one (see threads):
+        a probe like the others, on the CPU only (a GPU's context belongs to its thread)."""
+        timed = self.judge.timed()
+        if self.spec.backend != "cpu" or not timed:
+            return ()
+        largest = max(timed, key=lambda case: case.nbytes)
+        return (ProbeTiming(THREAD_PROBE, self._time(name, cases=[largest], thread=True)),)
 
     def time_probes(self, candidate: Candidate) -> tuple[ProbeTiming, ...]:
         """``candidate`` timed against the baseline on every slow-path probe of a server
@@ -470,11 +484,13 @@ class ReplayServer:
         return "reference"
 
     def _time(self, name: str, race_against: float | None = None,
-              race_with: dict | None = None, cases: list[Case] | None = None) -> Timing:
+              race_with: dict | None = None, cases: list[Case] | None = None,
+              thread: bool = False) -> Timing:
         """Interleaved timing, then the buffers the timed runs used must hold right answers
         after as many launches in a row as a timed sample made (unless the candidate lost
         its race: it is never kept, so its buffers need no check). ``cases``: those instead
-        of the judge's timed ones (a slow-path probe)."""
+        of the judge's timed ones (a slow-path probe); ``thread``: the timed launches made
+        from a thread other than the worker's main one."""
         timed = cases or self.judge.timed()
         seeds = [[{n: secrets.randbits(62) for n in case.output_only} for case in timed]
                  for _ in range(2)]
@@ -494,7 +510,8 @@ class ReplayServer:
             "restore": [in_place(case) for case in timed],
             "budget": TIMING_SHARE * self.request_timeout,
             # a probe asks whether the candidate is far slower: the fewest rounds do
-            "rounds": None if cases is None else self.settings.min_timing_rounds},
+            "rounds": None if cases is None else self.settings.min_timing_rounds,
+            "thread": thread},
             self.request_timeout)
         try:
             timing = Timing.from_dict(data.get("timing"), weights)

@@ -8,6 +8,7 @@ assumed compromised as soon as a candidate has run in it.
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
@@ -235,7 +236,7 @@ class Runner:
              checks: list[dict], weights: list[float] | None = None,
              race_against: float | None = None, reference: str = "baseline",
              restore: list[list[int]] | None = None, budget: float | None = None,
-             rounds: float | None = None):
+             rounds: float | None = None, thread: bool = False):
         """Interleaved timing against the baseline, then the candidate again on each set of
         buffers the timing used, as many launches in a row as a timed sample made, refilled
         as the judge asks (``checks``: the fills of even and odd launches): a variant that
@@ -244,7 +245,10 @@ class Runner:
         ``reference``: the variant timed side by side, the baseline unless the client built
         the best configuration so far as "reference". ``budget``: seconds the rounds may
         take (see timing.interleaved_speedup). ``rounds``: at most this many timed rounds
-        (``min_timing_rounds`` at least) instead of the settings' ``timing_rounds``."""
+        (``min_timing_rounds`` at least) instead of the settings' ``timing_rounds``.
+        ``thread``: the timed launches are made from a fresh thread, not the main one (see
+        threads), whose CPU time checks the samples; the hardware counters, which count
+        the main thread, are not read."""
         settings = self.settings if rounds is None else replace(
             self.settings, timing_rounds=max(self.settings.min_timing_rounds, int(rounds)))
         if reference not in ("baseline", "reference") or reference not in self.variants:
@@ -256,7 +260,8 @@ class Runner:
                     self.cases[index], guard_seed, offset, index,
                     None if restore is None else list(restore[position])))
         try:
-            timing = interleaved_speedup(
+            measure = functools.partial(
+                interleaved_speedup,
                 _Counted(self.backend, self.beat), self.variants[reference],
                 self.variants[variant],
                 [args for args, _ in sets["base"]], [args for args, _ in sets["cand"]],
@@ -265,7 +270,9 @@ class Runner:
                 # a winner against the best so far is timed again against the baseline: it
                 # may stop as soon as it has won; against the baseline, after the minimum
                 stop_ahead=self.settings.race_rounds if reference != "baseline"
-                else self.settings.min_timing_rounds, counters=self.counters, budget=budget)
+                else self.settings.min_timing_rounds,
+                counters=None if thread else self.counters, budget=budget)
+            timing = on_fresh_thread(measure) if thread else measure()
             self._repeats.update(((reference, index), count)
                                  for index, count in zip(case_indices, timing.repeats))
         except KernelFault as fault:

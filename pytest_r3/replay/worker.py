@@ -101,7 +101,8 @@ class Worker:
                                           str(data.get("reference", "baseline")),
                                           data.get("restore"),
                                           _number_or_none(data.get("budget")),
-                                          _number_or_none(data.get("rounds")))
+                                          _number_or_none(data.get("rounds")),
+                                          bool(data.get("thread", False)))
         self.send("timed", reply, buffers)
 
     def on_call(self, data: dict, arrays: dict) -> None:
