@@ -31,9 +31,9 @@ from .threads import OTHER_THREAD
 # machine never gets a worker killed as if its candidate hung.
 TIMING_SHARE = 0.7
 
-
 # The label of the slow-path probe timed from another thread (see _time_off_main_thread).
 THREAD_PROBE = f"the largest timed case {OTHER_THREAD}"
+
 
 class ReplayError(R3Error):
     """The replay server itself cannot go on (its baseline fails, or it crashes in a loop)."""
