@@ -26,6 +26,7 @@ from pytest_r3.llm.testing import ScriptedChatServer
 from pytest_r3.record.store import RecordingStore, capture
 from pytest_r3.replay import Candidate, KernelSpec, ReplaySettings, Result
 from pytest_r3.replay.cases import Slot
+from pytest_r3.replay.client import THREAD_PROBE
 from pytest_r3.replay.measurement import Timing
 from pytest_r3.replay.pool import ServerPool
 from pytest_r3.replay.probes import ProbeTiming, plan
@@ -265,14 +266,55 @@ def matmul_pool(tmp_path_factory):
 
 def test_a_faster_tiling_is_still_locked(matmul_pool):
     """The example project's matmul with cache tiles: faster on every probe too (four on
-    doubles: a 4-byte misalignment is not a whole element)."""
+    doubles: a 4-byte misalignment is not a whole element; and from another thread)."""
     claim = confirm(matmul_pool, Candidate(macros={"TILE_I": 32, "TILE_J": 32,
                                                    "TILE_K": 64}), BAND)
     assert claim.holds, (claim.result.summary(), [p.describe() for p in claim.result.probes])
-    assert len(claim.result.probes) == 4, [p.label for p in claim.result.probes]
+    assert len(claim.result.probes) == 5, [p.label for p in claim.result.probes]
+    assert [p.label for p in claim.result.probes][4:] == [THREAD_PROBE]
     # a probe's question (slower by the margin?) is answered by its first round here
-    assert [(p.timing.stopped, p.timing.rounds) for p in claim.result.probes] == \
+    assert [(p.timing.stopped, p.timing.rounds) for p in claim.result.probes][:4] == \
         [("clear", 1)] * 4
+
+
+# attempt U: a vectorised i-k-j product when called from the main thread (whose stack lies
+# far above every mapping, this module's constants included), and column by column, not
+# vectorised, from any other thread (a thread pool's): the same sums in the same order
+MAIN_THREAD_ONLY_FAST = """\
+static const double zero[1] = {0.0};
+
+void matmul(int n, const double *a, const double *b, double *c)
+{
+    volatile char here;
+    long distance = (long)&here - (long)zero;
+    for (int i = 0; i < n * n; ++i)
+        c[i] = zero[0];
+    if ((unsigned long)&here >= 0x7ff000000000UL && distance >= (2L << 30)) {
+        for (int i = 0; i < n; ++i)
+            for (int k = 0; k < n; ++k) {
+                double aik = a[i * n + k];
+                for (int j = 0; j < n; ++j)
+                    c[i * n + j] += aik * b[k * n + j];
+            }
+        return;
+    }
+    for (int j = 0; j < n; ++j)
+        for (int k = 0; k < n; ++k) {
+            double bkj = b[k * n + j];
+#pragma clang loop vectorize(disable) interleave(disable) unroll(disable)
+            for (int i = 0; i < n; ++i)
+                c[i * n + j] += a[i * n + k] * bkj;
+        }
+}
+"""
+
+
+def test_a_rewrite_slow_only_off_the_main_thread_is_not_locked(matmul_pool):
+    """Exact from every thread, faster than the original from the main one and slower from
+    any other: the probe that times both from another thread refuses the claim."""
+    claim = confirm(matmul_pool, Candidate(source_text=MAIN_THREAD_ONLY_FAST), BAND)
+    _not_locked_on(claim, {THREAD_PROBE})
+    assert "called from another thread" in claim.why_not(2.0)
 
 
 # -- planning and the wire, without a worker ---------------------------------------------

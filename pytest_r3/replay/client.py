@@ -24,11 +24,15 @@ from .probes import ProbeTiming
 from .process import DEFAULT_ADDRESS_SPACE, WorkerDied, WorkerProcess
 from .protocol import Candidate, KernelSpec, Rejected, ReplaySettings, Result
 from .statistics import NOISE_FLOOR
+from .threads import OTHER_THREAD
 
 # The share of the request limit a timing's rounds may take: past it they stop (too busy,
 # or the clean rounds' figures), and the rest is left for the checks after them, so a busy
 # machine never gets a worker killed as if its candidate hung.
 TIMING_SHARE = 0.7
+
+# The label of the slow-path probe timed from another thread (see _time_off_main_thread).
+THREAD_PROBE = f"the largest timed case {OTHER_THREAD}"
 
 
 class ReplayError(R3Error):
@@ -272,13 +276,14 @@ class ReplayServer:
     def _runner(self, variant: str, timeout: float):
         """``run(requests)``: each ``(case, fills, guard_seed)`` run once, in one round trip;
         the replies ``(data, arrays)`` in order. A fourth item, true, runs on buffers laid
-        out as in production instead of guarded ones."""
+        out as in production instead of guarded ones; a fifth, true, launches from a thread
+        other than the worker's main one (see threads)."""
         def run(requests: list[tuple]) -> list[tuple[dict, dict]]:
             _, data, arrays = self._ask("run", {"variant": variant, "runs": [
                 {"case": self._index[id(case)], "fills": fills, "guard_seed": seed,
                  "after": [self._index[id(before)] for before in case.after],
-                 "plain": bool(plain and plain[0])}
-                for case, fills, seed, *plain in requests]}, timeout)
+                 "plain": bool(rest[:1] and rest[0]), "thread": bool(rest[1:2] and rest[1])}
+                for case, fills, seed, *rest in requests]}, timeout)
             returned = data.get("returned")
             if not isinstance(returned, list) or len(returned) != len(requests):
                 raise WorkerDied(Result(protocol.CRASH, diagnostics=[
@@ -406,7 +411,7 @@ class ReplayServer:
                 f"{self.settings.sanity_bound:g}x: verified again on "
                 f"{len(self.judge.reserve())} more perturbed input sets; review it before "
                 "trusting it")
-        if self.probes and result.timing.interval[0] > 1.0:  # a claim: the probes too
+        if self.settings.probes and result.timing.interval[0] > 1.0:  # a claim: the probes
             result.probes = self._time_probes(name)
         # last: after its timing's launches, many more on buffers as production's
         self.judge.verify_production(run, self.settings.production_calls)
@@ -434,7 +439,17 @@ class ReplayServer:
                 died.result.diagnostics[:1] = [f"{first[0]} (timed on the slow-path probe "
                                                f"{label})"]
                 raise
-        return tuple(timings)
+        return tuple(timings) + self._time_off_main_thread(name)
+
+    def _time_off_main_thread(self, name: str) -> tuple[ProbeTiming, ...]:
+        """Variant ``name`` timed against the baseline on the largest timed case with every
+        launch of both made from a thread other than the worker's main one (see threads):
+        a probe like the others, on the CPU only (a GPU's context belongs to its thread)."""
+        timed = self.judge.timed()
+        if self.spec.backend != "cpu" or not timed:
+            return ()
+        largest = max(timed, key=lambda case: case.nbytes)
+        return (ProbeTiming(THREAD_PROBE, self._time(name, cases=[largest], thread=True)),)
 
     def time_probes(self, candidate: Candidate) -> tuple[ProbeTiming, ...]:
         """``candidate`` timed against the baseline on every slow-path probe of a server
@@ -469,11 +484,13 @@ class ReplayServer:
         return "reference"
 
     def _time(self, name: str, race_against: float | None = None,
-              race_with: dict | None = None, cases: list[Case] | None = None) -> Timing:
+              race_with: dict | None = None, cases: list[Case] | None = None,
+              thread: bool = False) -> Timing:
         """Interleaved timing, then the buffers the timed runs used must hold right answers
         after as many launches in a row as a timed sample made (unless the candidate lost
         its race: it is never kept, so its buffers need no check). ``cases``: those instead
-        of the judge's timed ones (a slow-path probe)."""
+        of the judge's timed ones (a slow-path probe); ``thread``: the timed launches made
+        from a thread other than the worker's main one."""
         timed = cases or self.judge.timed()
         seeds = [[{n: secrets.randbits(62) for n in case.output_only} for case in timed]
                  for _ in range(2)]
@@ -495,7 +512,8 @@ class ReplayServer:
             # a probe asks whether the candidate is far slower: the fewest rounds do, and
             # the first round that reads not slower ends it (see probes.clear_of)
             "rounds": None if cases is None else self.settings.min_timing_rounds,
-            "clear_of": None if cases is None else probes.clear_of()},
+            "clear_of": None if cases is None else probes.clear_of(),
+            "thread": thread},
             self.request_timeout)
         try:
             timing = Timing.from_dict(data.get("timing"), weights)

@@ -29,6 +29,7 @@ from . import derived, layout
 from .buffers import check_guards, check_plain, poison_for, split_plain, split_storage
 from .process import WorkerDied
 from .protocol import WRONG_OUTPUT, KernelSpec, Rejected, ReplaySettings
+from .threads import OTHER_THREAD
 from .verify import Tolerance, compare, parse_tolerances, perturbed
 
 
@@ -99,6 +100,10 @@ def fenced_hint(cases: list[Case], host: bool) -> str:
             "just before a read-only page: a store past the end of a buffer faults there, "
             "even one that writes back the bytes it read, as it would beside a read-only "
             "mapping in production)")
+
+
+# Said of a crash on a run whose launches came from another thread (see threads).
+THREAD_HINT = f" (and {OTHER_THREAD}, not the worker's main thread)"
 
 # Workloads timed per candidate at most: each costs its launch time every timing round.
 TIMED_WORKLOADS = 8
@@ -363,6 +368,12 @@ class Judge:
                 died.result.diagnostics[:1] = [f"{first[0]} (on {named})"]
                 raise
 
+    def off_main_thread(self, attempt: int) -> bool:
+        """Whether verification's attempt number ``attempt`` launches from a thread other
+        than the worker's main one: every second one, for a kernel that runs on the CPU
+        (a GPU backend's context belongs to the thread that made it)."""
+        return attempt % 2 == 1 and self.spec.backend == "cpu"
+
     def verify_smallest(self, run, cases: list[Case] | None = None, kind: str | None = None,
                         what: str = "") -> None:
         """One run on the smallest recording: most wrong candidates are wrong everywhere, and
@@ -378,17 +389,22 @@ class Judge:
             return
         for attempt in range(attempts):
             # the second attempt's buffers end against a read-only page (buffers.fenced_seed)
+            # and, on the CPU, its launches are made from another thread (see threads)
+            thread = self.off_main_thread(attempt)
             plan = [(case, {n: secrets.randbits(62) for n in case.output_only},
                      secrets.randbits(39) << 1 | attempt % 2) for case in cases]
             try:
-                replies = run([(case, case.fills(seeds), guard) for case, seeds, guard in plan])
+                replies = run([(case, case.fills(seeds), guard, False, thread)
+                               for case, seeds, guard in plan])
             except WorkerDied as died:
                 if attempt % 2 and died.result.diagnostics:  # the same cases ran unfenced
-                    died.result.diagnostics[0] += fenced_hint(cases,
-                                                              self.spec.backend == "cpu")
+                    died.result.diagnostics[0] += fenced_hint(
+                        cases, self.spec.backend == "cpu") + (THREAD_HINT if thread else "")
                 raise
             named = kind or ("mismatch" if attempt == 0 else "nondeterministic")
-            prefix = what or ("" if attempt == 0 else "a second run (other poison) of ")
+            prefix = what or ("" if attempt == 0 else
+                              f"a second run (other poison{', ' + OTHER_THREAD if thread else ''})"
+                              " of ")
             for (case, seeds, guard), reply in zip(plan, replies, strict=True):
                 self.check_run(case, reply, guard, seeds,
                                "stale_output" if case.after and not kind else named, prefix)

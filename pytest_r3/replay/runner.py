@@ -8,6 +8,7 @@ assumed compromised as soon as a candidate has run in it.
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
@@ -31,6 +32,7 @@ from .heartbeat import quiet
 from .layout import prefer_heap, timed_seed
 from .protocol import KernelSpec, Rejected, ReplaySettings
 from .sampling import Arguments
+from .threads import on_fresh_thread
 from .timing import interleaved_speedup
 
 ROTATION = 4  # prepared copies of a timed case whose kernel updates its buffers in place
@@ -177,21 +179,29 @@ class Runner:
 
     # -- requests -----------------------------------------------------------------------------
     def run(self, variant: str, case_index: int, fills: dict, guard_seed: int,
-            after: list[int] = (), plain: bool = False):
+            after: list[int] = (), plain: bool = False, thread: bool = False):
         """One launch on fresh guarded buffers (``plain``: laid out as in production); every
         buffer comes back whole. With
         ``after``, those cases run first on the same buffers, each launch refilling only the
-        read-only inputs, so what the written buffers hold is kept from launch to launch."""
+        read-only inputs, so what the written buffers hold is kept from launch to launch.
+        ``thread``: the launches are made from a fresh thread, not the main one (see
+        threads)."""
         chain = [self.cases[index] for index in (*after, case_index)]
         args, buffers = self._arguments(chain[0], fills, guard_seed, plain)
+        returned = on_fresh_thread(self._chain, variant, chain, args, buffers) if thread \
+            else self._chain(variant, chain, args, buffers)
+        return {"returned": _plain(returned)}, {
+            str(number): buffer.storage for number, buffer in enumerate(buffers)}
+
+    def _chain(self, variant: str, chain: list[WorkerCase], args: list, buffers: list):
+        """The launches of one run (see run); the last one's return value."""
         returned = self._launch(variant, args)
         for case in chain[1:]:
             for buffer, slot in zip(buffers, case.slots, strict=True):
                 if not slot.written:
                     buffer.fill(slot.values, None)
             returned = self._launch(variant, args)
-        return {"returned": _plain(returned)}, {
-            str(number): buffer.storage for number, buffer in enumerate(buffers)}
+        return returned
 
     def _timed(self, case: WorkerCase, guard_seed: int, which: int, index: int,
                restore: list[int] | None):
@@ -227,7 +237,8 @@ class Runner:
              checks: list[dict], weights: list[float] | None = None,
              race_against: float | None = None, reference: str = "baseline",
              restore: list[list[int]] | None = None, budget: float | None = None,
-             rounds: float | None = None, clear_of: float | None = None):
+             rounds: float | None = None, clear_of: float | None = None,
+             thread: bool = False):
         """Interleaved timing against the baseline, then the candidate again on each set of
         buffers the timing used, as many launches in a row as a timed sample made, refilled
         as the judge asks (``checks``: the fills of even and odd launches): a variant that
@@ -238,7 +249,10 @@ class Runner:
         take (see timing.interleaved_speedup). ``rounds``: at most this many timed rounds
         (``min_timing_rounds`` at least) instead of the settings' ``timing_rounds``.
         ``clear_of``: only whether the candidate is slower than this is asked (a slow-path
-        probe, see timing.interleaved_speedup)."""
+        probe, see timing.interleaved_speedup).
+        ``thread``: the timed launches are made from a fresh thread, not the main one (see
+        threads), whose CPU time checks the samples; the hardware counters, which count
+        the main thread, are not read."""
         settings = self.settings if rounds is None else replace(
             self.settings, timing_rounds=max(self.settings.min_timing_rounds, int(rounds)))
         if reference not in ("baseline", "reference") or reference not in self.variants:
@@ -250,7 +264,8 @@ class Runner:
                     self.cases[index], guard_seed, offset, index,
                     None if restore is None else list(restore[position])))
         try:
-            timing = interleaved_speedup(
+            measure = functools.partial(
+                interleaved_speedup,
                 _Counted(self.backend, self.beat), self.variants[reference],
                 self.variants[variant],
                 [args for args, _ in sets["base"]], [args for args, _ in sets["cand"]],
@@ -259,8 +274,10 @@ class Runner:
                 # a winner against the best so far is timed again against the baseline: it
                 # may stop as soon as it has won; against the baseline, after the minimum
                 stop_ahead=self.settings.race_rounds if reference != "baseline"
-                else self.settings.min_timing_rounds, counters=self.counters, budget=budget,
+                else self.settings.min_timing_rounds,
+                counters=None if thread else self.counters, budget=budget,
                 clear_of=clear_of)
+            timing = on_fresh_thread(measure) if thread else measure()
             self._repeats.update(((reference, index), count)
                                  for index, count in zip(case_indices, timing.repeats))
         except KernelFault as fault:

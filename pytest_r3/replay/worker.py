@@ -85,7 +85,8 @@ class Worker:
             reply, storages = self.runner.run(data["variant"], int(run["case"]), run["fills"],
                                               int(run["guard_seed"]),
                                               [int(c) for c in run.get("after", ())],
-                                              bool(run.get("plain", False)))
+                                              bool(run.get("plain", False)),
+                                              bool(run.get("thread", False)))
             returned.append(reply["returned"])
             buffers.update({f"{index}.{number}": s for number, s in storages.items()})
         self.send("outputs", {"returned": returned}, buffers)
@@ -101,7 +102,8 @@ class Worker:
                                           data.get("restore"),
                                           _number_or_none(data.get("budget")),
                                           _number_or_none(data.get("rounds")),
-                                          _number_or_none(data.get("clear_of")))
+                                          _number_or_none(data.get("clear_of")),
+                                          bool(data.get("thread", False)))
         self.send("timed", reply, buffers)
 
     def on_call(self, data: dict, arrays: dict) -> None:
