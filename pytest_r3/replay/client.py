@@ -495,7 +495,8 @@ class ReplayServer:
             # a probe asks whether the candidate is far slower: the fewest rounds do, and
             # the first round that reads not slower ends it (see probes.clear_of)
             "rounds": None if cases is None else self.settings.min_timing_rounds,
-            "clear_of": None if cases is None else probes.clear_of()},
+            "clear_of": None if cases is None else probes.clear_of(),
+            "warmup": None if cases is None else probes.WARMUP_ROUNDS},
             self.request_timeout)
         try:
             timing = Timing.from_dict(data.get("timing"), weights)

@@ -101,7 +101,8 @@ class Worker:
                                           data.get("restore"),
                                           _number_or_none(data.get("budget")),
                                           _number_or_none(data.get("rounds")),
-                                          _number_or_none(data.get("clear_of")))
+                                          _number_or_none(data.get("clear_of")),
+                                          _number_or_none(data.get("warmup")))
         self.send("timed", reply, buffers)
 
     def on_call(self, data: dict, arrays: dict) -> None:
