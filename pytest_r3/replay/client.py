@@ -513,6 +513,7 @@ class ReplayServer:
             # the first round that reads not slower ends it (see probes.clear_of)
             "rounds": None if cases is None else self.settings.min_timing_rounds,
             "clear_of": None if cases is None else probes.clear_of(),
+            "warmup": None if cases is None else probes.WARMUP_ROUNDS,
             "thread": thread},
             self.request_timeout)
         try:

@@ -47,6 +47,12 @@ ZERO_SHARES = (0.1, 1.0)    # shares of a read-only float input's elements made 
 PROBE_MARGIN = 0.15
 
 
+# Warm-up rounds before a probe's timed rounds: one, as for a racing candidate (each
+# variant has run once on each set of the probe's fresh buffers, its pages faulted in). A
+# round still cold reads lower and only keeps the probe going: "slower" needs every round.
+WARMUP_ROUNDS = 1
+
+
 def clear_of() -> float:
     """The speedup a probe's timing may stop at once a round reads it (timing's
     ``clear_of``): no band a claim uses (``PROBE_MARGIN`` at least) counts it slower."""

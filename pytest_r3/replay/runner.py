@@ -238,7 +238,7 @@ class Runner:
              race_against: float | None = None, reference: str = "baseline",
              restore: list[list[int]] | None = None, budget: float | None = None,
              rounds: float | None = None, clear_of: float | None = None,
-             thread: bool = False):
+             warmup: float | None = None, thread: bool = False):
         """Interleaved timing against the baseline, then the candidate again on each set of
         buffers the timing used, as many launches in a row as a timed sample made, refilled
         as the judge asks (``checks``: the fills of even and odd launches): a variant that
@@ -249,12 +249,16 @@ class Runner:
         take (see timing.interleaved_speedup). ``rounds``: at most this many timed rounds
         (``min_timing_rounds`` at least) instead of the settings' ``timing_rounds``.
         ``clear_of``: only whether the candidate is slower than this is asked (a slow-path
-        probe, see timing.interleaved_speedup).
+        probe, see timing.interleaved_speedup); ``warmup``: warm-up rounds (at most the
+        settings', one at least) instead of the settings' ``warmup_rounds``.
         ``thread``: the timed launches are made from a fresh thread, not the main one (see
         threads), whose CPU time checks the samples; the hardware counters, which count
         the main thread, are not read."""
         settings = self.settings if rounds is None else replace(
             self.settings, timing_rounds=max(self.settings.min_timing_rounds, int(rounds)))
+        if warmup is not None:
+            settings = replace(settings, warmup_rounds=max(1, min(settings.warmup_rounds,
+                                                                  int(warmup))))
         if reference not in ("baseline", "reference") or reference not in self.variants:
             raise protocol.ProtocolError(f"time against {reference!r}: no such variant")
         sets = {"base": [], "cand": []}

@@ -103,6 +103,7 @@ class Worker:
                                           _number_or_none(data.get("budget")),
                                           _number_or_none(data.get("rounds")),
                                           _number_or_none(data.get("clear_of")),
+                                          _number_or_none(data.get("warmup")),
                                           bool(data.get("thread", False)))
         self.send("timed", reply, buffers)
 
