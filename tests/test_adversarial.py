@@ -208,6 +208,10 @@ CASES = [
     Case("backwards_in_place_offset", S, _v(WRONG, "mismatch"),
          words=r"in place at an offset"),
     Case("skip_zero_product", MM, _v(WRONG, "mismatch"), words=r"zeros and (infinities|NaNs)"),
+    # NaN or an infinity already in the accumulator y, which no test draws, reset to zero
+    Case("accumulator_nan_reset", A, _v(WRONG, "mismatch"), words=r"NaNs in y, which it writes"),
+    Case("accumulator_inf_reset", A, _v(WRONG, "mismatch"),
+         words=r"infinities in y, which it writes"),
     Case("zero_scale_skipped", S, _v(WRONG, "mismatch"), words=r"scalar a made -0\.0"),
     Case("subnormal_scalar_skipped", S, _v(WRONG, "mismatch"), words=r"scalar a made subnormal"),
     Case("negative_zero_data_stop", S, _v(WRONG, "mismatch"),
