@@ -226,6 +226,11 @@ CASES = [
     Case("round_down_body", S, _v(WRONG, "mismatch"), words=r"8 bytes into its allocation"),
     # a store past the end that puts back what was there: the page after y is read-only
     Case("tail_store_writes_back", S, _v("crash", "signal"), words=r"read-only page"),
+    # a read before element 0 of x, and a store before y that puts the value back: the
+    # fenced runs put some buffers' starts at a page boundary with nothing mapped below
+    Case("before_start_read", S, _v("crash", "signal"), words=r"reads before the start of x"),
+    Case("before_start_write_back", S, _v("crash", "signal"),
+         words=r"before the start of y"),
     # right under the judging host's target macros, wrong under a plain x86-64's
     Case("target_macro_fallback", S, _v("compile_error", "target_dependent")),
     # one size small beside a large other: wrong on every two-row grid wider than 17
