@@ -1,7 +1,9 @@
 """What the read-only page after each buffer costs a verification run: a guarded buffer
-made, filled and read back, unfenced (the first run of a case) and fenced (its second
-run: a fresh mapping whose tail is made read-only, see replay/buffers.py), at sizes from a
-test's to a workload's. Median microseconds per buffer over interleaved repetitions.
+made, filled and read back, unfenced (the first run of a case), fenced (its second
+run: a fresh mapping whose tail is made read-only, see replay/buffers.py) and floored
+(about half the second runs: the data at a page start, an inaccessible page below,
+opened again to read the guard back), at sizes from a test's to a workload's. Median
+microseconds per buffer over interleaved repetitions.
 
     python benchmarks/bench_fenced_buffers.py [--repeats 200]
 """
@@ -23,10 +25,14 @@ isolation.isolate()  # before anything reads the environment (see isolation.py)
 SIZES = (37, 1000, 65536, 1 << 20)  # float32 elements
 
 
-def _once(like: np.ndarray, fenced: bool) -> float:
+LAYOUTS = ("unfenced", "fenced", "floored")
+
+
+def _once(like: np.ndarray, layout: str) -> float:
     started = time.perf_counter()
-    buffer = GuardedBuffer(like, 5, fenced)
+    buffer = GuardedBuffer(like, 5, layout != "unfenced", layout == "floored")
     buffer.fill(like, None)
+    buffer.open_floor()
     assert check_guards(buffer.storage, like, 5) is None
     return time.perf_counter() - started
 
@@ -38,13 +44,14 @@ def main() -> None:
     args = parser.parse_args()
     for size in SIZES:
         like = np.random.default_rng(size).standard_normal(size).astype(np.float32)
-        times: dict[bool, list[float]] = {False: [], True: []}
-        for _ in range(args.repeats):  # interleaved, so a busy machine slows both alike
-            for fenced in (False, True):
-                times[fenced].append(_once(like, fenced))
-        plain, fenced = (statistics.median(times[f]) * 1e6 for f in (False, True))
+        times: dict[str, list[float]] = {layout: [] for layout in LAYOUTS}
+        for _ in range(args.repeats):  # interleaved, so a busy machine slows all alike
+            for layout in LAYOUTS:
+                times[layout].append(_once(like, layout))
+        plain, fenced, floored = (statistics.median(times[f]) * 1e6 for f in LAYOUTS)
         print(f"n={size:>8}: unfenced {plain:9.1f} us  fenced {fenced:9.1f} us  "
-              f"{fenced / plain:5.2f}x  (load {os.getloadavg()[0]:.1f})")
+              f"{fenced / plain:5.2f}x  floored {floored:9.1f} us  {floored / plain:5.2f}x  "
+              f"(load {os.getloadavg()[0]:.1f})")
 
 
 if __name__ == "__main__":
