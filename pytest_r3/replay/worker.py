@@ -206,9 +206,11 @@ def main(argv: list[str]) -> None:
     with Connection(read_fd, writable=False) as reader, \
             Connection(write_fd, readable=False) as writer:
         worker = Worker(_Duplex(reader, writer), contained, beat)
-        # a fault below a floored buffer is answered as a crash naming its argument
-        fault_site.install(lambda hint: worker.send("rejected", {
-            "status": protocol.CRASH, "kind": "signal", "message": hint}))
+        # a fault below a floored buffer (host memory only) is answered as a crash naming
+        # its argument; a GPU worker's driver keeps the signals as they are
+        if not gpu:
+            fault_site.install(lambda hint: worker.send("rejected", {
+                "status": protocol.CRASH, "kind": "signal", "message": hint}))
         worker.serve()
 
 
