@@ -1,8 +1,10 @@
 """What the read-only page after each buffer costs a verification run: a guarded buffer
-made, filled and read back, unfenced (the first run of a case) and fenced (its second
-run: a fresh mapping whose tail is made read-only, see replay/buffers.py), and fenced as
-a read-only input is (its whole mapping made read-only once filled), at sizes from a
-test's to a workload's. Median microseconds per buffer over interleaved repetitions.
+made, filled and read back, unfenced (the first run of a case), fenced (its second
+run: a fresh mapping whose tail is made read-only, see replay/buffers.py), fenced as a
+read-only input is (its whole mapping made read-only once filled) and floored (about
+half the second runs: the data at a page start, an inaccessible page below, opened
+again to read the guard back), at sizes from a test's to a workload's. Median
+microseconds per buffer over interleaved repetitions.
 
     python benchmarks/bench_fenced_buffers.py [--repeats 200]
 """
@@ -24,10 +26,15 @@ isolation.isolate()  # before anything reads the environment (see isolation.py)
 SIZES = (37, 1000, 65536, 1 << 20)  # float32 elements
 
 
-def _once(like: np.ndarray, fenced: bool, read_only: bool = False) -> float:
+LAYOUTS = ("unfenced", "fenced", "read-only", "floored")
+
+
+def _once(like: np.ndarray, layout: str) -> float:
     started = time.perf_counter()
-    buffer = GuardedBuffer(like, 5, fenced, read_only)
+    buffer = GuardedBuffer(like, 5, layout != "unfenced", read_only=layout == "read-only",
+                           floored=layout == "floored")
     buffer.fill(like, None)
+    buffer.open_floor()
     assert check_guards(buffer.storage, like, 5) is None
     return time.perf_counter() - started
 
@@ -39,15 +46,16 @@ def main() -> None:
     args = parser.parse_args()
     for size in SIZES:
         like = np.random.default_rng(size).standard_normal(size).astype(np.float32)
-        kinds = ((False, False), (True, False), (True, True))
-        times: dict[tuple, list[float]] = {kind: [] for kind in kinds}
+        times: dict[str, list[float]] = {layout: [] for layout in LAYOUTS}
         for _ in range(args.repeats):  # interleaved, so a busy machine slows all alike
-            for kind in kinds:
-                times[kind].append(_once(like, *kind))
-        plain, fenced, read_only = (statistics.median(times[k]) * 1e6 for k in kinds)
+            for layout in LAYOUTS:
+                times[layout].append(_once(like, layout))
+        plain, fenced, read_only, floored = (statistics.median(times[f]) * 1e6
+                                             for f in LAYOUTS)
         print(f"n={size:>8}: unfenced {plain:9.1f} us  fenced {fenced:9.1f} us  "
               f"{fenced / plain:5.2f}x  read-only {read_only:9.1f} us  "
-              f"{read_only / fenced:5.2f}x of fenced  (load {os.getloadavg()[0]:.1f})")
+              f"{read_only / fenced:5.2f}x of fenced  floored {floored:9.1f} us  "
+              f"{floored / plain:5.2f}x  (load {os.getloadavg()[0]:.1f})")
 
 
 if __name__ == "__main__":

@@ -222,6 +222,10 @@ CASES = [
     Case("backwards_in_place_offset", S, _v(WRONG, "mismatch"),
          words=r"in place at an offset"),
     Case("skip_zero_product", MM, _v(WRONG, "mismatch"), words=r"zeros and (infinities|NaNs)"),
+    # NaN or an infinity already in the accumulator y, which no test draws, reset to zero
+    Case("accumulator_nan_reset", A, _v(WRONG, "mismatch"), words=r"NaNs in y, which it writes"),
+    Case("accumulator_inf_reset", A, _v(WRONG, "mismatch"),
+         words=r"infinities in y, which it writes"),
     Case("zero_scale_skipped", S, _v(WRONG, "mismatch"), words=r"scalar a made -0\.0"),
     Case("subnormal_scalar_skipped", S, _v(WRONG, "mismatch"), words=r"scalar a made subnormal"),
     Case("negative_zero_data_stop", S, _v(WRONG, "mismatch"),
@@ -236,6 +240,11 @@ CASES = [
     Case("round_down_body", S, _v(WRONG, "mismatch"), words=r"8 bytes into its allocation"),
     # a store past the end that puts back what was there: the page after y is read-only
     Case("tail_store_writes_back", S, _v("crash", "signal"), words=r"read-only page"),
+    # a read before element 0 of x, and a store before y that puts the value back: the
+    # fenced runs put some buffers' starts at a page boundary with nothing mapped below
+    Case("before_start_read", S, _v("crash", "signal"), words=r"reads before the start of x"),
+    Case("before_start_write_back", S, _v("crash", "signal"),
+         words=r"before the start of y"),
     # right under the judging host's target macros, wrong under a plain x86-64's
     Case("target_macro_fallback", S, _v("compile_error", "target_dependent")),
     # one size small beside a large other: wrong on every two-row grid wider than 17

@@ -17,6 +17,8 @@ from pytest_r3.replay.buffers import (
     PlainBuffer,
     check_guards,
     check_plain,
+    fenced_seed,
+    floored_seed,
     guard_length,
     poison_for,
     random_bytes,
@@ -453,6 +455,19 @@ ctypes.memmove(buffer.array.ctypes.data + 8, buffer.array.ctypes.data + 8, 4)
 print("written back", flush=True)
 """
 
+FLOORED_READ_BEFORE = """
+import ctypes, numpy as np
+from pytest_r3.replay.buffers import GuardedBuffer
+first = GuardedBuffer(np.zeros({n}, np.float32), 3, fenced=True, floored=True)
+del first  # its mapping is reused: floored again
+buffer = GuardedBuffer(np.zeros({n}, np.float32), 7, fenced=True, floored=True)
+start = buffer.array.ctypes.data
+ctypes.string_at(start, 4)                   # the first element: fine
+print("inside", flush=True)
+ctypes.string_at(start - 4, 4)               # the element before it: a fault
+print("before the start", flush=True)
+"""
+
 
 @pytest.mark.parametrize("n", [1000, 3])
 def test_a_fenced_read_only_input_faults_on_any_write(n):
@@ -464,3 +479,35 @@ def test_a_fenced_read_only_input_faults_on_any_write(n):
     assert done.stdout.split("\n")[:2] == ["written", "read"], done.stdout + done.stderr
     assert "written back" not in done.stdout
     assert done.returncode == -11
+
+
+@pytest.mark.parametrize("n", [1000, 3])
+def test_a_floored_buffer_faults_on_a_read_before_its_start(n):
+    """The data starts at a page boundary with an inaccessible page below, as an np.memmap
+    of a raw file does: a read of the element before the first faults."""
+    done = subprocess.run([sys.executable, "-c", FLOORED_READ_BEFORE.format(n=n)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.stdout.split("\n")[:1] == ["inside"] and "before the start" not in done.stdout
+    assert done.returncode == -11
+
+
+def test_a_floored_buffer_gives_back_its_guards_once_its_floor_is_open():
+    like = np.arange(1002, dtype=np.float32)
+    buffer = GuardedBuffer(like, 7, fenced=True, floored=True)
+    buffer.fill(like, None)
+    assert buffer.array.ctypes.data % 4096 == 0 and buffer.floor is not None
+    low, high = buffer.floor
+    assert high == buffer.array.ctypes.data and (high - low) % 4096 == 0
+    buffer.open_floor()
+    assert buffer.floor is None and check_guards(buffer.storage, like, 7) is None
+    assert np.array_equal(split_storage(buffer.storage, like), like)
+    buffer.array[-1] = 0.5  # a write inside is no guard's business
+    ctypes.memset(buffer.array.ctypes.data - 2, 0x5A, 1)  # below, once the floor is open
+    assert "before the start" in check_guards(buffer.storage, like, 7)
+
+
+def test_a_run_seed_floors_about_half_of_the_fenced_runs_and_none_other():
+    seeds = range(4000)
+    floored = [seed for seed in seeds if floored_seed(seed)]
+    assert all(fenced_seed(seed) for seed in floored)
+    assert len(floored) == sum(fenced_seed(seed) for seed in seeds) // 2

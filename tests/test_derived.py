@@ -300,6 +300,24 @@ def test_special_values_and_sizes_below_one_are_derived():
     assert _labelled(derived, "size zero")[0].scalars["n"] == 0
 
 
+def test_nans_then_infinities_are_put_in_every_written_float_buffer():
+    """The accumulator y of an axpy holds NaNs, then infinities of both signs, at its first
+    and last element among others; x stays as recorded; the judge keeps each only where the
+    baseline carries them on (``specials``)."""
+    recorded = _axpy(200)
+    derived = plan([recorded], AXPY, np.random.default_rng(0))
+    nans, infinities = (_labelled(derived, f"{word} in y, which it writes")[0]
+                        for word in ("NaNs", "infinities"))
+    for case, special in ((nans, np.isnan), (infinities, np.isinf)):
+        x, y = (slot.values for slot in case.slots)
+        assert case.specials and np.array_equal(x, recorded.slots[0].values)
+        assert special(y[0]) and special(y[-1]) and 2 < special(y).sum() < y.size // 4
+        kept = ~special(y)
+        assert np.array_equal(y[kept], recorded.slots[1].values[kept])
+    y = infinities.slots[1].values
+    assert (y == np.inf).any() and (y == -np.inf).any()
+
+
 BORDER = """
 #ifndef BLOCK
 #define BLOCK 0

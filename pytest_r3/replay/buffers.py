@@ -54,35 +54,47 @@ class GuardedBuffer:
     bytes, so its start stays aligned) and the page after it is read-only, the trailing
     guard's bytes in it: a store past the end faults even where it puts back the bytes it
     read, which no guard could see, and which faults in production when the array ends
-    just below a read-only mapping (``np.load(..., mmap_mode='r')``).
+    just below a read-only mapping (``np.load(..., mmap_mode='r')``). ``floored`` (with
+    ``fenced``), its mirror: the data starts at a page boundary with inaccessible pages
+    below it, the leading guard's bytes in them, until :meth:`open_floor` (see
+    floored_seed).
 
-    ``read_only`` (fenced ones only): a buffer the baseline never writes, whose whole
-    mapping turns read-only once its first ``fill`` has written the input: any write
-    through it faults, however the kernel came by its address (a def-use walk of the
-    address, see model/address_use.py, cannot follow control flow)."""
+    ``read_only`` (fenced ones only): a buffer the baseline never writes, whose mapping
+    (from its data's first page on: a floor stays inaccessible) turns read-only once its
+    first ``fill`` has written the input: any write through it faults, however the kernel
+    came by its address (a def-use walk of the address, see model/address_use.py, cannot
+    follow control flow)."""
 
     def __init__(self, like: np.ndarray, guard_seed: int, fenced: bool = False,
-                 read_only: bool = False) -> None:
+                 read_only: bool = False, floored: bool = False) -> None:
         self.dtype, self.shape = like.dtype, like.shape
         self.guard = guard_length(like.dtype)
         elements = self.guard // like.dtype.itemsize
         # typed, so the array's base is one buffer of its own dtype: a GPU backend copies
         # the guards along and a device write past the end lands in them
-        region = _fenced_region(like, self.guard) if fenced else None
+        self.floor: tuple[int, int] | None = None  # the inaccessible pages below the data
+        floored = fenced and floored
+        region = _floored_region(like, self.guard) if floored else \
+            _fenced_region(like, self.guard) if fenced else None
         if region is None:
             typed = np.empty(like.size + 2 * elements, dtype=like.dtype)
         else:
+            start = _tail(self.guard) - self.guard if floored else \
+                len(region) - _tail(self.guard) - self.guard - _rounded(like.nbytes)
             typed = np.frombuffer(region, dtype=like.dtype, count=like.size + 2 * elements,
-                                  offset=len(region) - _tail(self.guard) - self.guard
-                                  - _rounded(like.nbytes))
+                                  offset=start)
         self.storage = typed.view(np.uint8)
         guards = random_bytes(guard_seed, 2 * self.guard)
         self.storage[: self.guard] = guards[: self.guard]
         self.storage[self.guard + like.nbytes:] = guards[self.guard:]
         self.array = typed[elements: elements + like.size].reshape(like.shape)
         self._region = region if read_only else None  # mapped read-only at the first fill
+        self._read_only_from = _tail(self.guard) if floored else 0  # above the floor
         self.protected = False
-        if region is not None:
+        if region is not None and floored:
+            self.floor = _close_floor(region, self.guard)
+            weakref.finalize(typed, _give_back, region, True)
+        elif region is not None:
             _protect(region, len(region) - _tail(self.guard), _tail(self.guard),
                      mmap.PROT_READ)
             weakref.finalize(typed, _give_back, region)
@@ -97,12 +109,20 @@ class GuardedBuffer:
         if poison_seed is None:
             np.copyto(self.array, values)
             if self._region is not None:
-                _protect(self._region, 0, len(self._region), mmap.PROT_READ)
+                start = self._read_only_from
+                _protect(self._region, start, len(self._region) - start, mmap.PROT_READ)
                 self.protected = True
-        else:
-            size = self.storage.size - 2 * self.guard
-            self.storage[self.guard: self.guard + size] = \
+        else:  # through the data only: a floored buffer's guard below is not accessible
+            self.array.reshape(-1).view(np.uint8)[:] = \
                 poison_for(self.array, poison_seed).reshape(-1).view(np.uint8)
+
+    def open_floor(self) -> None:
+        """Make a floored buffer's pages below its data readable again, so its storage
+        (leading guard included) can be sent back after the run."""
+        if self.floor is not None:
+            _libc_mprotect()(self.floor[0], self.floor[1] - self.floor[0],
+                             mmap.PROT_READ | mmap.PROT_WRITE)
+            self.floor = None
 
 
 def fenced_seed(guard_seed: int) -> bool:
@@ -111,6 +131,41 @@ def fenced_seed(guard_seed: int) -> bool:
     guard and is named with its buffer and size, then fenced, where a write that puts
     back what it read faults; the baseline learns unfenced (see judge)."""
     return bool(guard_seed & 1)
+
+
+def floored_seed(guard_seed: int) -> bool:
+    """Whether a fenced run (odd ``guard_seed``) puts its buffers' starts, rather than their
+    ends, against a protected page: every buffer's data then begins at a page boundary with
+    an inaccessible page below it (where its leading guard lies), as an ``np.memmap`` of a
+    raw file begins, so a read or write before element 0 faults (see fault_site, which
+    names the argument). The judge draws the seeds at random: each fenced run is one or
+    the other, half and half."""
+    return fenced_seed(guard_seed) and bool(guard_seed & 2)  # the run's seed, not a buffer's
+
+
+def _floored_region(like: np.ndarray, guard: int) -> mmap.mmap | None:
+    """A mapping for ``guard | data | guard`` whose data starts at a page boundary, after
+    whole pages holding the leading guard at their end (a spare one of the same size where
+    there is one, as for the fenced end); None where the element size does not divide 16."""
+    if layout.ALIGNMENT % like.dtype.itemsize or _libc_mprotect() is None:
+        return None
+    below = _tail(guard)
+    size = below + -(-(like.nbytes + guard) // layout.PAGE) * layout.PAGE
+    spare = _SPARE.get(-size)  # a negative key: a floored mapping, protected otherwise
+    if spare:  # its floor, and all of it for a read-only input's, was left protected
+        region = spare.pop()
+        _protect(region, 0, len(region), mmap.PROT_READ | mmap.PROT_WRITE)
+        return region
+    return mmap.mmap(-1, size)
+
+
+def _close_floor(region: mmap.mmap, guard: int) -> tuple[int, int]:
+    """Make the pages below a floored buffer's data inaccessible, once its leading guard is
+    written there; returns their address range."""
+    below = _tail(guard)
+    _protect(region, 0, below, 0)  # PROT_NONE
+    address = ctypes.addressof(ctypes.c_char.from_buffer(region))
+    return address, address + below
 
 
 def _rounded(nbytes: int) -> int:
@@ -148,9 +203,9 @@ _SPARE: dict[int, list[mmap.mmap]] = {}  # fenced mappings no buffer uses, by si
 SPARE_BYTES = 256 << 20  # kept at most
 
 
-def _give_back(region: mmap.mmap) -> None:
+def _give_back(region: mmap.mmap, floored: bool = False) -> None:
     if sum(len(r) for kept in _SPARE.values() for r in kept) + len(region) <= SPARE_BYTES:
-        _SPARE.setdefault(len(region), []).append(region)
+        _SPARE.setdefault(-len(region) if floored else len(region), []).append(region)
 
 
 @functools.lru_cache(maxsize=1)

@@ -7,6 +7,9 @@ Each rule answers a rewrite that was accepted and then wrong in production:
   exit" that leaves ``y`` as it was where the original makes it NaN);
 - float inputs holding zeros beside a few infinities, then NaNs (``if (a[i] == 0.0)
   continue;`` skips ``0 * inf``, which is NaN in the original);
+- NaNs, then infinities of either sign, in every float buffer the kernel writes and may
+  also read (the ``y`` of an axpy, an accumulator): ``y[i] = a*x[i] + (v == v ? v : 0)``
+  drops a NaN that the original carries on, and every finite ``y`` a test draws hides it;
 - a float scalar made ``-0.0``, then subnormal, and float inputs holding negative zeros
   and subnormal values (``if (a == 0) return;``, or a loop that stops at the first
   denormal, is right on every value a test draws);
@@ -40,6 +43,7 @@ from .cases import Derived, Slot
 
 ZEROS = 0.15      # share of a float input's elements made zero beside the special values
 SPECIALS = 2      # special values placed in each float input
+SPECIAL_SHARE = 0.05  # share of a written float buffer's elements made NaN, then infinite
 TINY = 0.15       # share of a float input's elements made -0.0, and share made subnormal
 OFFSET_MAX = 16   # the in-place offsets: 1, and one drawn up to this many elements
 
@@ -49,6 +53,7 @@ def plan(case, params: list[dict], rng: np.random.Generator, sizes: set[str],
     """The edge cases of ``case`` (a recording with ``label``, ``scalars``, ``slots``);
     ``sizes``: the integer arguments that set sizes."""
     found = _special_scalars(case, params) + _special_data(case, rng)
+    found += _special_written(case, rng)
     found += _tiny_scalars(case, params, rng) + _tiny_data(case, rng)
     found += _sizes_below_one(case, params, sizes) + _misaligned(case)
     if not no_alias:
@@ -83,6 +88,32 @@ def _special_data(case, rng: np.random.Generator) -> list[Derived]:
         if changed:
             found.append(Derived(f"{case.label} with zeros and {word} in {', '.join(changed)}",
                               dict(case.scalars), slots, specials=True))
+    return found
+
+
+def _special_written(case, rng: np.random.Generator) -> list[Derived]:
+    """NaNs, then infinities of either sign, in every written float buffer: at its first and
+    last element and a share SPECIAL_SHARE of the others. Marked ``specials``: kept only
+    where the baseline's outputs then hold some (it reads the buffer and carries them on;
+    a buffer it only writes comes out finite and the case goes)."""
+    found = []
+    for value, word in ((np.nan, "NaNs"), (np.inf, "infinities")):
+        slots, changed = [], []
+        for slot in case.slots:
+            values = slot.values
+            if not slot.written or slot.views or values.dtype.kind != "f" or not values.size:
+                slots.append(slot)
+                continue
+            fresh = values.copy().reshape(-1)
+            places = rng.random(fresh.size) < SPECIAL_SHARE
+            places[0] = places[-1] = True  # where peeled heads and remainder loops work
+            fresh[places] = rng.choice([-1.0, 1.0], size=int(places.sum())) * value
+            slots.append(Slot(slot.params, slot.written, fresh.reshape(values.shape)))
+            changed.append(slot.name)
+        if changed:
+            found.append(Derived(f"{case.label} with {word} in {', '.join(changed)}, which it "
+                                 "writes (and may read)", dict(case.scalars), slots,
+                                 specials=True))
     return found
 
 

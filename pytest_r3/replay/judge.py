@@ -78,11 +78,13 @@ PRODUCTION = "production_layout"
 # then NaN or Inf in every floating-point element (see buffers.poison_for).
 PROBE_SEEDS = (11, -12)
 
-# A crash only where buffers end against a read-only page (see buffers.fenced_seed).
+# A crash only where buffers end against a read-only page, or start at a page boundary
+# with nothing accessible below (see buffers.fenced_seed and buffers.floored_seed).
 FENCED_HINT = (" (on the second run of cases the first run passed, where each buffer ends "
-               "just before a read-only page: a store past the end of a buffer faults there, "
-               "even one that writes back the bytes it read, as it would beside a read-only "
-               "mapping in production)")
+               "just before a read-only page, or starts at a page boundary with nothing "
+               "mapped below: a store past the end of a buffer faults there, even one that "
+               "writes back the bytes it read, as it would beside a read-only mapping in "
+               "production, and so does any access before its start, as on an np.memmap)")
 
 
 def fenced_hint(cases: list[Case], host: bool) -> str:
@@ -345,7 +347,9 @@ class Judge:
     def verify(self, run, cases: list[Case], attempts: int = 2, kind: str | None = None,
                what: str = "", smallest_first: bool = True) -> None:
         """Each case run ``attempts`` times, each with its own random poison and guards, the
-        second with every buffer ending against a read-only page (buffers.fenced_seed);
+        second with every buffer ending against a read-only page (buffers.fenced_seed), or
+        in about half the runs starting at a page boundary above an inaccessible page
+        (buffers.floored_seed);
         every run must match the reference (a second run that does not is nondeterminism).
         ``run`` takes a batch of ``(case, fills, guard_seed)`` and returns the replies."""
         if smallest_first and len(cases) > 2:

@@ -23,13 +23,13 @@ from ..errors import KernelFault, LaunchError, R3Error
 from ..model.launch import LaunchConfig
 from ..model.pipeline import Pipeline
 from ..model.signature import Signature, param_from_dict
-from . import protocol
-from .buffers import GuardedBuffer, PlainBuffer, fenced_seed, plain_buffers
+from . import fault_site, protocol
+from .buffers import GuardedBuffer, PlainBuffer, fenced_seed, floored_seed, plain_buffers
 from .cases import Slot
 from .counters import Counters
 from .device_timing import DeviceTimed
 from .heartbeat import quiet
-from .layout import prefer_heap, timed_seed
+from .layout import PAGE, prefer_heap, timed_seed
 from .protocol import KernelSpec, Rejected, ReplaySettings
 from .sampling import Arguments
 from .threads import on_fresh_thread
@@ -130,8 +130,9 @@ class Runner:
             buffers += plain_buffers([slot.values for slot in case.slots], guard_seed)
         else:
             fenced = self.fenced and fenced_seed(guard_seed)  # inputs mapped read-only too
+            floored = fenced and floored_seed(guard_seed)
             buffers += [GuardedBuffer(slot.values, guard_seed + number, fenced,
-                                      read_only=not slot.written)
+                                      read_only=not slot.written, floored=floored)
                         for number, slot in enumerate(case.slots)]
         by_param = {}
         for number, (slot, buffer) in enumerate(zip(case.slots, buffers, strict=True)):
@@ -140,6 +141,10 @@ class Runner:
                 by_param[name] = slot.view_of(buffer.array, name)
         args = [by_param[p.name] if p.is_pointer else case.scalars[p.name]
                 for p in self.signature.params]
+        fault_site.WATCHED[:] = [  # whose pages below fault: the handler names them
+            (*buffer.floor, _starting_in_first_page(slot))
+            for slot, buffer in zip(case.slots, buffers, strict=True)
+            if isinstance(buffer, GuardedBuffer) and buffer.floor]
         return args, buffers
 
     def _launch(self, variant: str, args: list):
@@ -190,6 +195,10 @@ class Runner:
         args, buffers = self._arguments(chain[0], fills, guard_seed, plain)
         returned = on_fresh_thread(self._chain, variant, chain, args, buffers) if thread \
             else self._chain(variant, chain, args, buffers)
+        fault_site.WATCHED.clear()
+        for buffer in buffers:  # a floored buffer's guard below comes back too
+            if isinstance(buffer, GuardedBuffer):
+                buffer.open_floor()
         return {"returned": _plain(returned)}, {
             str(number): buffer.storage for number, buffer in enumerate(buffers)}
 
@@ -378,6 +387,14 @@ def _plain(value: object) -> object:
     if isinstance(value, (int, np.integer)):
         return int(value)
     return float(value)
+
+
+def _starting_in_first_page(slot: Slot) -> str:
+    """The parameters of a floored buffer that start in its first page (a view at an
+    offset, such as ``a[1:]``, too): those a fault just below it reached before."""
+    itemsize = slot.values.dtype.itemsize
+    return " and ".join(name for name in slot.params
+                        if slot.views.get(name, (0,))[0] * itemsize < PAGE)
 
 
 def end_worker(fault: KernelFault) -> None:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from . import containment, protocol
+from . import containment, fault_site, protocol
 from .heartbeat import Heartbeat, quiet
 
 
@@ -209,7 +209,13 @@ def main(argv: list[str]) -> None:
     sys.path.insert(0, str(Path.cwd()))
     with Connection(read_fd, writable=False) as reader, \
             Connection(write_fd, readable=False) as writer:
-        Worker(_Duplex(reader, writer), contained, beat).serve()
+        worker = Worker(_Duplex(reader, writer), contained, beat)
+        # a fault below a floored buffer (host memory only) is answered as a crash naming
+        # its argument; a GPU worker's driver keeps the signals as they are
+        if not gpu:
+            fault_site.install(lambda hint: worker.send("rejected", {
+                "status": protocol.CRASH, "kind": "signal", "message": hint}))
+        worker.serve()
 
 
 def _die_with_parent() -> None:

@@ -5,6 +5,8 @@ typedef unsigned long word;
 
 static word block(const void *p)
 {
+    if (((word)p & 4095) < 8)
+        return 2;  /* a page start (np.memmap): taken as a mapping of its own, unread */
     return ((const word *)p)[-1];
 }
 

