@@ -511,3 +511,36 @@ def test_a_run_seed_floors_about_half_of_the_fenced_runs_and_none_other():
     floored = [seed for seed in seeds if floored_seed(seed)]
     assert all(fenced_seed(seed) for seed in floored)
     assert len(floored) == sum(fenced_seed(seed) for seed in seeds) // 2
+
+
+FLOORED_READ_ONLY = """
+import ctypes, numpy as np
+from pytest_r3.replay.buffers import GuardedBuffer
+like = np.arange(1000, dtype=np.float32)
+first = GuardedBuffer(like, 3, fenced=True, read_only=True, floored=True)
+first.fill(like, None)
+first.open_floor()
+del first  # its mapping, left read-only, is reused: writable again
+output = GuardedBuffer(like, 5, fenced=True, floored=True)
+output.fill(like, None)
+ctypes.memmove(output.array.ctypes.data, output.array.ctypes.data + 4, 4)
+print("written", flush=True)
+buffer = GuardedBuffer(like, 7, fenced=True, read_only=True, floored=True)
+buffer.fill(like, None)
+assert buffer.array.tolist() == like.tolist()
+print("read", flush=True)
+{last}
+print("past", flush=True)
+"""
+
+
+@pytest.mark.parametrize("access", ["ctypes.string_at(buffer.array.ctypes.data - 4, 4)",
+                                    "ctypes.memmove(buffer.array.ctypes.data + 8, "
+                                    "buffer.array.ctypes.data + 8, 4)"])
+def test_a_floored_read_only_input_keeps_its_floor_and_faults_on_a_write(access):
+    """Both layers at once: below the data nothing is accessible, the data itself is
+    read-only; a mapping reused afterwards is writable again."""
+    done = subprocess.run([sys.executable, "-c", FLOORED_READ_ONLY.format(last=access)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.stdout.split("\n")[:2] == ["written", "read"], done.stdout + done.stderr
+    assert "past" not in done.stdout and done.returncode == -11
