@@ -44,6 +44,8 @@ REAL_ARRAY = textwrap.dedent("""\
     /* a malloc chunk header before c: a user's numpy array, not a guarded buffer */
     static int real_array(const double *c, long count)
     {
+        if (((unsigned long)c & 4095) < 8)
+            return 0;  /* at a page start, nothing need be mapped below (np.memmap) */
         unsigned long head = ((const volatile unsigned long *)c)[-1];
         unsigned long size = head & ~7UL, bytes = (unsigned long)count * sizeof *c;
         return size % 16 == 0 && size >= bytes + 8 && size <= bytes + 4096 + 32;
