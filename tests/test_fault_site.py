@@ -41,3 +41,19 @@ def test_a_fault_below_a_floored_buffer_names_the_argument(how):
     verb = {"read": "reads", "write": "writes"}[how]
     assert re.search(rf"({verb}|reads or writes) before the start of x: a buffer may begin "
                      "at a page boundary", hint)  # the verb where the CPU says it (x86-64)
+
+
+def test_a_crash_on_the_second_run_names_both_of_its_layouts_and_the_read_only_inputs():
+    """The reason a fenced run's crash gets says every way that run differs: the inputs
+    mapped read-only, the end against a read-only page, the start at a page boundary."""
+    from types import SimpleNamespace
+
+    from pytest_r3.replay.judge import fenced_hint
+
+    slots = [SimpleNamespace(written=False, params=["x"]),
+             SimpleNamespace(written=True, params=["y"])]
+    named = fenced_hint([SimpleNamespace(slots=slots)], host=True)
+    assert "where x, which the original only reads, lay in pages mapped read-only" in named
+    for hint in (named, fenced_hint([SimpleNamespace(slots=slots)], host=False)):
+        assert "ends just before a read-only page" in hint
+        assert "starts at a page boundary with nothing mapped below" in hint

@@ -80,11 +80,12 @@ PROBE_SEEDS = (11, -12)
 
 # A crash only where buffers end against a read-only page, or start at a page boundary
 # with nothing accessible below (see buffers.fenced_seed and buffers.floored_seed).
-FENCED_HINT = (" (on the second run of cases the first run passed, where each buffer ends "
-               "just before a read-only page, or starts at a page boundary with nothing "
-               "mapped below: a store past the end of a buffer faults there, even one that "
-               "writes back the bytes it read, as it would beside a read-only mapping in "
-               "production, and so does any access before its start, as on an np.memmap)")
+FENCED_LAYOUT = ("each buffer ends just before a read-only page, or starts at a page boundary "
+                 "with nothing mapped below: a store past the end of a buffer faults there, "
+                 "even one that writes back the bytes it read, as it would beside a read-only "
+                 "mapping in production, and so does any access before its start, as on an "
+                 "np.memmap)")
+FENCED_HINT = " (on the second run of cases the first run passed, where " + FENCED_LAYOUT
 
 
 def fenced_hint(cases: list[Case], host: bool) -> str:
@@ -94,14 +95,11 @@ def fenced_hint(cases: list[Case], host: bool) -> str:
                     for name in slot.params})
     if not host or not names:
         return FENCED_HINT
-    inputs = " and ".join(names)
-    return (f" (on the second run of cases the first run passed, where {inputs}, which the "
-            f"original only reads, lay in pages mapped read-only, so any write through "
-            f"{'them' if len(names) > 1 else 'it'} faults, however the kernel reached "
-            f"{'their' if len(names) > 1 else 'its'} address; and where each buffer ends "
-            "just before a read-only page: a store past the end of a buffer faults there, "
-            "even one that writes back the bytes it read, as it would beside a read-only "
-            "mapping in production)")
+    them, their = ("them", "their") if len(names) > 1 else ("it", "its")
+    return (f" (on the second run of cases the first run passed, where {' and '.join(names)}, "
+            f"which the original only reads, lay in pages mapped read-only, so any write "
+            f"through {them} faults, however the kernel reached {their} address; and where "
+            + FENCED_LAYOUT)
 
 
 # Said of a crash on a run whose launches came from another thread (see threads).
