@@ -38,8 +38,9 @@ IKJ = textwrap.dedent("""\
     /* c = a @ b, row-major n x n, i-k-j order: unit stride in the inner loop */
     void mm(int n, const double *a, const double *b, double *c)
     {
-        for (int i = 0; i < n * n; ++i)
-            c[i] = 0.0;
+        for (int i = 0; i < n; ++i)  /* nothing at n <= 0, as the original */
+            for (int j = 0; j < n; ++j)
+                c[i * n + j] = 0.0;
         for (int i = 0; i < n; ++i)
             for (int k = 0; k < n; ++k) {
                 const double aik = a[i * n + k];
@@ -50,8 +51,9 @@ IKJ = textwrap.dedent("""\
 """)
 
 BROKEN = IKJ.replace("const double aik = a[i * n + k];", "const double aik = a[i * n + k]")
-WRONG = IKJ.replace("c[i] = 0.0;", "c[i] = 1.0;")
-EVIL = "#include <stdlib.h>\n" + IKJ.replace("c[i] = 0.0;", "c[i] = 0.0; system(\"touch pwned\");")
+WRONG = IKJ.replace("c[i * n + j] = 0.0;", "c[i * n + j] = 1.0;")
+EVIL = "#include <stdlib.h>\n" + IKJ.replace("c[i * n + j] = 0.0;",
+                                          "c[i * n + j] = 0.0; system(\"touch pwned\");")
 
 
 def fenced(code: str) -> str:
@@ -231,6 +233,10 @@ def test_tune_with_a_model_finds_verifies_and_patches_a_better_loop_order(mm_pro
     assert result.returncode == 0, result.stdout + result.stderr
     assert "tuned (source rewrite)" in result.stdout
     assert "1 after repair" in result.stdout  # the broken answer was repaired
+    # why the others failed, in words, in the tuning row (not a dict, not only the logs)
+    words = " ".join(result.stdout.split())  # the row wraps at the terminal's width
+    assert "failed: compile_error 1 (first: mm.c:" in words
+    assert "wrong_output 1 (first: recording " in words
     assert (mm_project / "mm.c").read_text() == NAIVE  # the user's file is untouched
 
     lock = json.loads((mm_project / "r3.lock").read_text())

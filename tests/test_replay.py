@@ -175,6 +175,38 @@ def test_a_negative_size_where_the_baseline_still_writes_is_dropped(tmp_path):
             assert result.status == "ok", result.summary()
 
 
+ZEROING_C = """\
+void zero_then_add(int n, const float *x, float *y)
+{
+    for (int i = 0; i < n * n; ++i)  /* n * n > 0 at a negative n too */
+        y[i] = 0.0f;
+    for (int i = 0; i < n; ++i)
+        for (int j = 0; j < n; ++j)
+            y[i * n + j] += x[i * n + j];
+}
+"""
+
+
+def test_a_negative_size_is_told_empty_on_poison_not_on_the_recorded_values(tmp_path):
+    """A baseline that clears its output over ``n * n`` elements writes at a negative size
+    too; on a test's ``np.zeros`` output the zeros it writes looked like no write at all, so
+    the case was kept, and a rewrite that clears only ``n`` rows was then judged against
+    whatever the recorded buffer held: accepted where it held zeros, wrong where a test's
+    ``np.empty`` held garbage. The baseline is now run on poison there."""
+    (tmp_path / "zeroing.c").write_text(ZEROING_C)
+    kernel = r3.kernel(tmp_path / "zeroing.c", entry="zero_then_add", name="replay_zeroing")
+    store = RecordingStore(tmp_path / "recordings")
+    rng = np.random.default_rng(6)
+    keys = record_launches(kernel, store, [
+        (n, rng.random(n * n, dtype=np.float32), np.zeros(n * n, np.float32))
+        for n in (40, 7)])
+    with ReplayServer(KernelSpec.from_kernel(kernel), store.root, keys, FAST,
+                      request_timeout=60) as server:
+        negative = [d for d in server.dropped_cases if "at a negative size (" in d]
+        assert negative and all("the baseline writes on" in d for d in negative), \
+            server.dropped_cases
+
+
 def test_baseline_is_ok_and_about_as_fast_as_itself(server):
     result = server.evaluate(Candidate(label="baseline"))
     assert result.status == "ok", result.summary()

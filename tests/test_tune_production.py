@@ -53,8 +53,9 @@ REAL_ARRAY = textwrap.dedent("""\
 """)
 
 IKJ_ROWS = """
-        for (int i = 0; i < n * n; ++i)
-            c[i] = 0.0;
+        for (int i = 0; i < n; ++i)  /* nothing at n <= 0, as the original */
+            for (int j = 0; j < n; ++j)
+                c[i * n + j] = 0.0;
         for (int i = 0; i < n; i += step)
             for (int k = 0; k < n; ++k) {
                 const double aik = a[i * n + k];

@@ -70,6 +70,7 @@ class Stats:
     parse_failures: int = 0
     failures: dict = field(default_factory=dict)  # cause or status -> count, all attempts
     skipped: list = field(default_factory=list)    # reasons the model gave nothing usable
+    examples: dict = field(default_factory=dict)  # cause or status -> its first reason
 
     @property
     def answer_failures(self) -> dict:
@@ -81,8 +82,16 @@ class Stats:
         """Rewrites that were evaluated and failed, by status (compile_error, ...)."""
         return {k: v for k, v in sorted(self.failures.items()) if k not in ANSWER_CAUSES}
 
-    def count(self, kind: str) -> None:
+    def count(self, kind: str, example: str = "") -> None:
         self.failures[kind] = self.failures.get(kind, 0) + 1
+        if example and kind not in self.examples:
+            self.examples[kind] = " ".join(example.split())[:200]
+
+    def describe_failures(self) -> str:
+        """One line a person reads: each cause or status, its count and its first reason."""
+        return "; ".join(f"{kind} {count}" + (f" (first: {self.examples[kind]})"
+                                              if kind in self.examples else "")
+                         for kind, count in sorted(self.failures.items()))
 
 
 @dataclass
@@ -204,7 +213,7 @@ class Evolution:
         if not reply.ok:
             self.log.event("answer_failed", key=key, cause=reply.cause, reason=reply.reason,
                            attempts=reply.attempts, seconds=reply.seconds)
-            self.stats.count(reply.cause or "model")
+            self.stats.count(reply.cause or "model", reply.reason or "")
             if reply.fatal:
                 self._stop(reply.reason)
             return None
@@ -214,7 +223,7 @@ class Evolution:
         parsed = parse_answer(reply.text, attempt.parent.source, self.entry)
         if parsed.source is None:
             self.stats.parse_failures += 1
-            self.stats.count("unparsable")
+            self.stats.count("unparsable", parsed.reason)
             feedback = f"COULD NOT USE THE ANSWER: {parsed.reason}."
             self.log.event("diagnostic", key=key, feedback=feedback)
             return self._repair(attempt, reply.text, feedback)
@@ -225,7 +234,7 @@ class Evolution:
         self.log.event("result", key=key, status=result.status, feedback=feedback,
                        result=result.as_dict())
         if not result.ok:
-            self.stats.count(result.status)
+            self.stats.count(result.status, next(iter(result.diagnostics), ""))
             return self._repair(attempt, reply.text, feedback)
         if attempt.round == 0:
             self.stats.valid_first_try += 1

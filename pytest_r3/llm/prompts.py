@@ -18,7 +18,10 @@ Rules for a valid rewrite:
 1. Keep the entry function's name, parameter list, parameter types and return type exactly.
 2. Produce the same outputs as the original for every input (floating-point differences of \
 a few units in the last place are tolerated; do not change the arithmetic per element \
-beyond reassociation within one output).
+beyond reassociation within one output). Inputs are not only the ones the tests draw: \
+sizes of zero or below (do what the original does there, usually nothing), NaN, \
+infinities, negative zeros and subnormal values, and arrays that overlap where the \
+original allows it.
 3. Write every element of every output array; never read output memory before writing it, \
 unless the original does.
 4. Call no external function except those in math.h; no I/O, no system calls, no inline \

@@ -28,8 +28,8 @@ baseline cannot run it (crash, out of bounds, not deterministic); the judge also
 in-place case where the baseline gives another result than out of place, a special
 value case where the baseline's outputs hold no NaN or infinity (it does not propagate
 them, so there is nothing to keep), and a negative size where the baseline writes
-anything (it is then not an empty call). A rewrite must then do what the baseline does
-there.
+anything (it is then not an empty call; told on poisoned buffers, see judge.learn). A
+rewrite must then do what the baseline does there.
 """
 
 from __future__ import annotations

@@ -235,8 +235,7 @@ class Judge:
                                      f"{case.label} (it reads memory it does not own, or is "
                                      "not deterministic)")
         if case.empty and any(not _same_bits(first[n], case.slots[n].values) for n in first):
-            raise ReferenceError(f"the baseline writes on {case.label} (it does not treat it "
-                                 "as an empty call, so what it does there is not defined)")
+            raise ReferenceError(_writes_on_empty_call(case))
         if case.recording is not None:
             for number, actual in first.items():
                 slot = case.slots[number]
@@ -266,6 +265,11 @@ class Judge:
             poison = [poison_for(slot.values, seed) for seed in PROBE_SEEDS]
             untouched_hold_poison = all(
                 _equal_elements(p, q)[~kept].all() for p, q in zip(probes, poison, strict=True))
+            if case.empty:
+                _check_empty_call(case, slot, untouched_hold_poison and not kept.any())
+                case.output_only.add(number)  # a candidate's runs: poison it must leave
+                case.written_mask[number] = np.zeros(slot.values.shape, dtype=bool)
+                continue
             if kept.any() and untouched_hold_poison and others_unmoved and \
                     _equal_elements(probes[0], first[number])[kept].all():
                 case.output_only.add(number)
@@ -559,6 +563,21 @@ def _reads_none_of(number: int, outputs: dict[int, np.ndarray], first: dict[int,
     returned, expected = data.get("returned"), first_data.get("returned")
     same_return = returned == expected or (returned != returned and expected != expected)
     return same_outputs and same_return
+
+
+def _check_empty_call(case: Case, slot, untouched: bool) -> None:
+    """A negative size stays a case only where the baseline writes nothing, told on
+    poisoned buffers: on the recorded values, a write of what they already held (zeros over
+    a test's ``np.zeros``) would pass unseen, and a candidate's verdict would then depend on
+    what the recording's buffer happened to hold."""
+    if not untouched:
+        raise ReferenceError(_writes_on_empty_call(case, f" (its buffer '{slot.name}', even "
+                                                   "where it held the recorded values)"))
+
+
+def _writes_on_empty_call(case: Case, where: str = "") -> str:
+    return (f"the baseline writes on {case.label}{where}: it does not treat it as an empty "
+            "call, so what it does there is not defined")
 
 
 def _equal_elements(a: np.ndarray, b: np.ndarray) -> np.ndarray:

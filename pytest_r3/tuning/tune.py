@@ -275,8 +275,8 @@ def _describe_search(row: KernelReport, outcome, evolution) -> None:
         row.notes.append(
             f"source rewrites: {stats.proposed} proposed, {stats.valid_first_try} correct "
             f"at once, {stats.valid_after_repair} after repair, {stats.parse_failures} "
-            f"unparsable answer(s); answers failed by cause {stats.answer_failures or '{}'}; "
-            f"rewrites failed by status {stats.rewrite_failures or '{}'}"
+            "unparsable answer(s)"
+            + (f"; failed: {stats.describe_failures()}" if stats.failures else "")
             + (f"; stopped: {evolution.stopped}" if evolution.stopped else ""))
 
 
