@@ -174,6 +174,8 @@ def _replay(args: argparse.Namespace) -> int:
     Pipeline.from_mapping(pipeline, where="--pipeline: ")  # a usage error, not a worker error
     candidate = Candidate(macros=_assignments(args.set, "--set"), pipeline=pipeline,
                           label="command line")
+    if args.source:
+        _source_text(args.source)  # a usage error here, not a worker's
     result = replay(args.kernel, candidate, r3_dir=args.r3_dir,
                     recordings=args.recording or None, source_file=args.source,
                     settings=ReplaySettings(run_timeout=args.r3_run_timeout),
@@ -183,6 +185,17 @@ def _replay(args: argparse.Namespace) -> int:
     else:
         print(f"{args.kernel}: {result.summary()}")
     return OK if result.ok else REJECTED
+
+
+def _source_text(path: str) -> str:
+    """The text of a ``--source`` file, or a usage error that names it."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise R3Error(f"--source {path}: no such file; give the path of the rewritten "
+                      "kernel source (relative to the current folder)") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise R3Error(f"--source {path}: cannot be read as UTF-8 text ({error})") from None
 
 
 def _declared_tolerance(name: str) -> dict | None:
@@ -272,7 +285,7 @@ def _build(args: argparse.Namespace) -> int:
                           f"said: {tail[-600:]}")
         raise R3Error(f"no kernel named {args.kernel!r} is declared by the tests collected "
                       f"here; declared: {', '.join(sorted(kernels))}")
-    source_text = Path(args.source).read_text() if args.source else None
+    source_text = _source_text(args.source) if args.source else None
     variant = kernel.variant(pipeline=pipeline or None, source_text=source_text, **macros)
     result = build(kernel, variant, r3_folder / "build" / kernel.name, args.target)
     if args.json:

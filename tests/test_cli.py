@@ -249,6 +249,8 @@ def test_replay_of_a_missing_source_file_exits_2(project, tmp_path):
                  project)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "nope.c" in result.stderr and "Traceback" not in result.stderr
+    # a usage error naming the option, not an "internal error"
+    assert "--source" in result.stderr and "internal error" not in result.stderr
 
 
 def test_a_garbage_index_is_rebuilt_and_every_command_works(damaged):
