@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
@@ -412,7 +412,7 @@ class ReplayServer:
                 f"{len(self.judge.reserve())} more perturbed input sets; review it before "
                 "trusting it")
         if self.settings.probes and result.timing.interval[0] > 1.0:  # a claim: the probes
-            result.probes = self._time_probes(name)
+            result.probes = self._time_probes(name, thread=candidate.source_text is not None)
         # last: after its timing's launches, many more on buffers as production's
         self.judge.verify_production(run, self.settings.production_calls)
         self._ask("drop", {"name": name}, self.request_timeout)
@@ -427,11 +427,17 @@ class ReplayServer:
                                           "tunables": tunables}, self.request_timeout)
         return dict(built.get("seconds", {}))
 
-    def _time_probes(self, name: str) -> tuple[ProbeTiming, ...]:
-        """Variant ``name`` timed against the baseline on each slow-path probe alone, and
-        its outputs there checked as the timed runs' are; a crash there names the probe."""
+    def _time_probes(self, name: str, labels: Collection[str] | None = None,
+                     thread: bool = True) -> tuple[ProbeTiming, ...]:
+        """Variant ``name`` timed against the baseline on each slow-path probe alone (those
+        named in ``labels``, if given), and its outputs there checked as the timed runs'
+        are; a crash there names the probe. ``thread``: the thread probe too, where it can
+        apply: a source rewrite's code may tell its calling thread (see threads), a
+        compiler setting of the original's source cannot make it do so."""
         timings = []
         for label, case in self.probes or ():
+            if labels is not None and label not in labels:
+                continue
             try:
                 timings.append(ProbeTiming(label, self._time(name, cases=[case])))
             except WorkerDied as died:  # the worker's account is kept, the probe named
@@ -439,6 +445,8 @@ class ReplayServer:
                 died.result.diagnostics[:1] = [f"{first[0]} (timed on the slow-path probe "
                                                f"{label})"]
                 raise
+        if not thread or (labels is not None and THREAD_PROBE not in labels):
+            return tuple(timings)
         return tuple(timings) + self._time_off_main_thread(name)
 
     def _time_off_main_thread(self, name: str) -> tuple[ProbeTiming, ...]:
@@ -451,18 +459,32 @@ class ReplayServer:
         largest = max(timed, key=lambda case: case.nbytes)
         return (ProbeTiming(THREAD_PROBE, self._time(name, cases=[largest], thread=True)),)
 
-    def time_probes(self, candidate: Candidate) -> tuple[ProbeTiming, ...]:
+    def time_probes(self, candidate: Candidate, labels: Collection[str] | None = None
+                    ) -> tuple[ProbeTiming, ...]:
         """``candidate`` timed against the baseline on every slow-path probe of a server
-        with ``settings.probes`` (none otherwise), without the rest of an evaluation: the
-        baseline itself (``Candidate()``, built apart) must come out within noise on each."""
+        with ``settings.probes`` (none otherwise; ``labels``: only those), without the rest
+        of an evaluation: the baseline itself (``Candidate()``, built apart) must come out
+        within noise on each."""
         if not self.worker.running:
             self.start()
         name = f"candidate{next(self._names)}"
         self._build(name, self.compiler.compile(candidate).ir, candidate)
         try:
-            return self._time_probes(name)
+            return self._time_probes(name, labels, thread=candidate.source_text is not None)
         finally:
             self._ask("drop", {"name": name}, self.request_timeout)
+
+    def probes_again(self, candidate: Candidate, labels: Collection[str]) -> Result:
+        """``candidate``, evaluated in full elsewhere, timed again on the probes ``labels``
+        only (where it read slower): a result whose ``probes`` hold those timings, or the
+        failure (a crash, a busy machine) that ended them."""
+        try:
+            return Result(protocol.OK, probes=self.time_probes(candidate, labels))
+        except Rejected as rejected:
+            return rejected.result()
+        except WorkerDied as died:
+            self._kill()
+            return died.result
 
     def _reference(self, configuration: dict) -> str:
         """The worker's variant to time side by side with a racing candidate: the best

@@ -332,6 +332,11 @@ class RemoteServer:
         raise ReplayError(f"kernel {pool.spec.name!r}: recordings sent to Dask workers were "
                           "still missing there three times in a row")
 
+    def probes_again(self, candidate: Candidate, labels) -> Result:
+        """The probes a claim read slower on, timed again (see the local server's): here a
+        whole evaluation in a new worker process, whose probes include ``labels``."""
+        return self.evaluate(candidate.unraced())
+
 
 def _result(future, poll: float = 0.5):
     """The task's result, waited for in short steps: on Ctrl-C (see interrupt) the task is

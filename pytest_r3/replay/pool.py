@@ -26,6 +26,9 @@ class ServerPool:
         self.settings, self.count = settings, max(1, count)
         self.address_space, self.log_path = address_space, log_path
         self.servers: list[ReplayServer] = []
+        # the slow-path probes the first fresh server learnt from the baseline, and why
+        # it dropped others: every later fresh server of the pool starts with them
+        self._probes: tuple[list, list[str]] | None = None
 
     def _server(self, reference=None, settings: ReplaySettings | None = None
                 ) -> ReplayServer:
@@ -70,11 +73,18 @@ class ServerPool:
         ran in it, nothing it measured was kept), sharing the reference outputs: a claim is
         confirmed there, A/B against the baseline, before it is locked. Its heap buffers are
         timed in reverse allocation order (the search's in parameter order), so a rewrite
-        slower only on one of the two is timed slow before it is locked."""
+        slower only on one of the two is timed slow before it is locked. The slow-path
+        probes are learnt from the baseline by the first such server only."""
         server = self._server(self.servers[0].judge if self.servers else None,
                               self.settings.confirming())
+        if self._probes is not None and server.judge is not None:  # the baseline's outputs
+            server.probes, dropped = self._probes               # there are known already
+            server.dropped_cases += dropped
         try:
             yield server.start()
+            if self._probes is None and server.judge is not None:
+                self._probes = (list(server.probes or ()), [
+                    d for d in server.dropped_cases if d.startswith("slow-path probe")])
         finally:
             server.close()
 

@@ -47,10 +47,12 @@ ZERO_SHARES = (0.1, 1.0)    # shares of a read-only float input's elements made 
 PROBE_MARGIN = 0.15
 
 
-# Warm-up rounds before a probe's timed rounds: one, as for a racing candidate (each
-# variant has run once on each set of the probe's fresh buffers, its pages faulted in). A
-# round still cold reads lower and only keeps the probe going: "slower" needs every round.
-WARMUP_ROUNDS = 1
+# Warm-up rounds before a probe's timed rounds: none. The probe's question is whether the
+# candidate is far slower, and a round still cold (the first launches on the probe's fresh
+# buffers fault their pages in, the candidate's first, as it runs first on its set) reads
+# the candidate slower: that only keeps the probe going to a warm round, as "slower" needs
+# every round (see clear_of). The baseline's sizing launch runs before any round.
+WARMUP_ROUNDS = 0
 
 
 def clear_of() -> float:

@@ -259,14 +259,14 @@ class Runner:
         (``min_timing_rounds`` at least) instead of the settings' ``timing_rounds``.
         ``clear_of``: only whether the candidate is slower than this is asked (a slow-path
         probe, see timing.interleaved_speedup); ``warmup``: warm-up rounds (at most the
-        settings', one at least) instead of the settings' ``warmup_rounds``.
+        settings'; none may be asked) instead of the settings' ``warmup_rounds``.
         ``thread``: the timed launches are made from a fresh thread, not the main one (see
         threads), whose CPU time checks the samples; the hardware counters, which count
         the main thread, are not read."""
         settings = self.settings if rounds is None else replace(
             self.settings, timing_rounds=max(self.settings.min_timing_rounds, int(rounds)))
         if warmup is not None:
-            settings = replace(settings, warmup_rounds=max(1, min(settings.warmup_rounds,
+            settings = replace(settings, warmup_rounds=max(0, min(settings.warmup_rounds,
                                                                   int(warmup))))
         if reference not in ("baseline", "reference") or reference not in self.variants:
             raise protocol.ProtocolError(f"time against {reference!r}: no such variant")

@@ -52,6 +52,10 @@ class KernelReport:
     # temperature, power, throttle reasons), L2 flush, warm-up, bytes moved; "described":
     # them in one line
     gpu: dict = field(default_factory=dict)
+    # better candidates a slow-path probe refused at their confirmation, before the one
+    # this row claims (or keeps the baseline for) was confirmed: settings, source_rewrite,
+    # confirmed_speedup, probes (the labels it read slower on), reason (the row's note)
+    refused: list[dict] = field(default_factory=list)
 
     @property
     def label(self) -> str:

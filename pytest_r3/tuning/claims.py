@@ -14,7 +14,9 @@ Two measurements decide, never the search's figures:
   and with an input and an output as rows of one array. A winner timed slower than the
   original on any of them, beyond the band and by ``PROBE_MARGIN`` at least, and again in
   a second fresh process, is not claimed: it would be fast on the recorded values and
-  layouts and slower than the original on other data in production.
+  layouts and slower than the original on other data in production. The next best
+  candidate is then confirmed the same way (:func:`confirm_ranked`), so one slow path in
+  the winner does not cost the kernel a claim its runner-up earns.
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ class Claim:
 
     result: Result
     band: Band
-    again: Result | None = None  # a second confirmation, where a probe read slower
+    again: Result | None = None  # the slower probes timed again, in a second new process
 
     @property
     def verdict(self) -> str:
@@ -125,6 +127,12 @@ class Claim:
     def holds(self) -> bool:
         return self.verdict == "faster" and not self.slower_probes
 
+    @property
+    def refused_by_probe(self) -> bool:
+        """Faster on the timed cases, refused only for a slow-path probe: the next best
+        candidate may still hold (see :func:`confirm_ranked`)."""
+        return self.verdict == "faster" and bool(self.slower_probes)
+
     def probes_said(self) -> str:
         """The row's note on the slow-path probes of a claim that holds ("" without any)."""
         probes = self.result.probes
@@ -158,11 +166,42 @@ class Claim:
 def confirm(pool, candidate: Candidate, band: Band) -> Claim:
     """``candidate`` timed A/B against the baseline, verified in full, in a new worker
     process (``pool.fresh()``), on the timed cases and the slow-path probes. Where it reads
-    slower on a probe, it is confirmed once more in another new process before the probe
-    refuses it: one timing of a large case on a busy machine can read slow by chance."""
+    slower on a probe, it is timed once more on those probes in another new process before
+    they refuse it: one timing of a large case on a busy machine can read slow by chance
+    (what the first process verified and timed on the recorded cases needs no second)."""
     with pool.fresh() as server:
         claim = Claim(server.evaluate(candidate.unraced()), band)
-    if claim.verdict == "faster" and claim.slower_probes:
+    if claim.refused_by_probe:
+        slower = {probe.label for probe in claim.slower_probes}
         with pool.fresh() as server:
-            claim = Claim(claim.result, band, server.evaluate(candidate.unraced()))
+            claim = Claim(claim.result, band, server.probes_again(candidate, slower))
     return claim
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """What :func:`confirm_ranked` found: the candidate whose claim decides the row (the
+    first that holds, else the last one tried) with that claim, and the better ones a
+    slow-path probe refused before it, best first."""
+
+    candidate: Candidate
+    claim: Claim
+    refused: tuple[tuple[Candidate, Claim], ...] = ()
+
+
+def confirm_ranked(pool, ranked: list[Candidate], band: Band, tries: int = 2) -> Ranked:
+    """The best of ``ranked`` (best first, non-empty) confirmed as :func:`confirm` does;
+    where a slow-path probe refuses it, the next distinct candidate is confirmed in turn,
+    up to ``tries`` in all. A claim that fails otherwise (it does not reproduce, or its
+    confirmation fails) ends the search: the candidates after it were measured slower
+    still, in the same search."""
+    refused: list[tuple[Candidate, Claim]] = []
+    seen: set[str] = set()
+    distinct = [c for c in ranked if not (c.key() in seen or seen.add(c.key()))]
+    for number, candidate in enumerate(distinct[:max(1, tries)]):
+        claim = confirm(pool, candidate, band)
+        last = number + 1 >= min(len(distinct), max(1, tries))
+        if claim.holds or not claim.refused_by_probe or last:
+            return Ranked(candidate, claim, tuple(refused))
+        refused.append((candidate, claim))
+    raise ValueError("confirm_ranked needs at least one candidate")

@@ -22,7 +22,7 @@ from ..reports.model import describe_settings
 from ..search.parametrization import SearchSpace
 from ..search.results import ResultStore, configuration_key, result_context
 from ..search.tuner import Tuner
-from .claims import CONFIRMED_IN, calibrate, confirm
+from .claims import CONFIRMED_IN, Ranked, calibrate, confirm_ranked
 from .context import Tuning
 from .rows import measured
 
@@ -150,7 +150,10 @@ def _tune_variant(kernel, tuning: Tuning, lock_path, row: KernelReport,
                                     result)
                 best, result = _best_rewrite(kernel, pool.servers[0], evolution, best, result,
                                              band)
-            claim = None if best is None else confirm(pool, best, band)
+            ranked = None if best is None else _ranked(best, result, outcome.confirmations,
+                                                       band.width)
+            found = None if ranked is None else confirm_ranked(
+                pool, [candidate for candidate, _ in ranked], band)
     except Exception as exc:  # one kernel's trouble must not stop the others
         row.status = Status("FAILED", "tuning error")
         row.notes.append(f"{type(exc).__name__}: {exc}")
@@ -158,6 +161,11 @@ def _tune_variant(kernel, tuning: Tuning, lock_path, row: KernelReport,
     row.noise_band = [band.low, band.high]
     _describe_search(row, outcome, evolution)
     _log_evaluations(row, outcome, store, kernel.source.hash, tuning.root)
+    claim = None
+    if found is not None:  # the runner-up where a probe refused the best (see claims)
+        _refused(row, found, dict((c.key(), r) for c, r in ranked))
+        best, claim = found.candidate, found.claim
+        result = next(r for c, r in ranked if c.key() == best.key())
     if _suspect(row, band.calibration) or _suspect(row, claim and claim.result):
         commit(None)
         return row
@@ -199,6 +207,32 @@ def _tune_variant(kernel, tuning: Tuning, lock_path, row: KernelReport,
     entry["source_hash"] = fingerprint
     commit(entry)
     return row
+
+
+def _ranked(best: Candidate, result, confirmations, band: float) -> list[tuple]:
+    """``best`` with its ``result``, then the search's other finalists that its own
+    confirmation measured faster beyond the noise ``band``, fastest first (a finalist
+    measured twice: the later figure stands), as (candidate, result) pairs."""
+    latest = {candidate.key(): (candidate, measured) for candidate, measured in confirmations}
+    others = [(candidate, measured) for key, (candidate, measured) in latest.items()
+              if key != best.key() and measured.ok and measured.timing is not None
+              and measured.timing.verdict(band) == "faster"]
+    return [(best, result)] + sorted(others, key=lambda pair: -pair[1].timing.speedup)
+
+
+def _refused(row: KernelReport, found: Ranked, results: dict) -> None:
+    """The better candidates a slow-path probe refused before ``found.candidate`` was
+    confirmed: a note each, and ``row.refused`` for report.json."""
+    for candidate, claim in found.refused:
+        estimate = results[candidate.key()].speedup if candidate.key() in results else None
+        settings = describe_settings(candidate.macros, candidate.pipeline) \
+            + (" (source rewrite)" if candidate.source_text is not None else "")
+        why = claim.why_not(estimate)
+        row.notes.append(f"{why}; the next best candidate was confirmed instead")
+        row.refused.append({
+            "settings": settings, "source_rewrite": candidate.source_text is not None,
+            "confirmed_speedup": claim.result.timing.speedup if claim.result.timing else None,
+            "probes": [p.label for p in claim.slower_probes], "reason": why})
 
 
 def _importing(module: str) -> threading.Thread:
