@@ -9,6 +9,7 @@ and the server must keep working for the next candidate.
 from __future__ import annotations
 
 import dataclasses
+import re
 import textwrap
 import threading
 import time
@@ -424,22 +425,26 @@ def judge_only(recorded):
         yield running
 
 
+READ_ONLY_WRITE = "writes to y, which the original only reads"
+
+
 def test_writing_to_a_read_only_input_is_caught(judge_only):
+    """On the CPU a read-only input lies in pages mapped read-only on every verifying run:
+    the write faults there, and the verdict names the input."""
     server = judge_only
     result = server.evaluate(Candidate(source_text=rewrite(
         "out[i] = 2.0f * x[i] + y[i];\n((float *)y)[i] = 0.0f;")))
-    assert result.status == "wrong_output"
-    assert result.details["kind"] == "modified_input" and result.details["buffer"] == "y"
+    assert result.status == "crash" and READ_ONLY_WRITE in result.reason(), result.summary()
 
 
 def test_one_flipped_bit_in_the_last_element_of_a_read_only_input_is_caught(judge_only):
-    """The read-only check compares bits: the lowest mantissa bit of the last element, a
-    change within any float tolerance, still rejects the candidate."""
+    """The lowest mantissa bit of the last element, a change within any float tolerance,
+    still rejects the candidate: the write faults (and, where an input is not mapped
+    read-only, the read-only check compares bits)."""
     server = judge_only
     result = server.evaluate(Candidate(source_text=rewrite(
         after_loop="if (n > 0) ((unsigned *)y)[n - 1] ^= 1u;")))
-    assert result.status == "wrong_output", result.summary()
-    assert result.details["kind"] == "modified_input" and result.details["buffer"] == "y"
+    assert result.status == "crash" and READ_ONLY_WRITE in result.reason(), result.summary()
 
 
 def test_same_bits_tells_every_bit_apart():
@@ -642,7 +647,9 @@ def test_weak_recordings_alone_are_flagged_in_the_result(tmp_path):
     assert "too weak to verify with" in result.diagnostics[0]
     # a kernel that leaves out as it is passes the weak recording, not the fresh inputs
     assert lazy.status == "wrong_output"
-    assert lazy.diagnostics[-1].startswith("perturbed inputs #1")
+    # (named as run from another thread where it was: half of the runs, drawn)
+    assert re.match(r"(a run called from another thread of )?perturbed inputs #1",
+                    lazy.diagnostics[-1])
 
 
 def test_server_gives_up_after_repeated_crashes(recorded):
