@@ -613,6 +613,43 @@ def test_return_values_are_verified(tmp_path):
     assert fine.status == "ok", fine.summary()
 
 
+TAIL_LOAD_C = """
+#include <string.h>
+typedef float v16 __attribute__((vector_size(64)));
+void tail_load(long n, const float *x, float *y)
+{
+    long i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int k = 0; k < 16; ++k)
+            y[i + k] = 2.0f * x[i + k];
+    if (i < n) {  /* one whole vector of x loaded, the lanes below n used */
+        v16 xv;
+        memcpy(&xv, x + i, sizeof xv);
+        for (long k = 0; k < n - i; ++k)
+            y[i + k] = 2.0f * xv[k];
+    }
+}
+"""
+
+
+def test_a_baseline_that_reads_past_its_end_fails_its_own_verification(tmp_path):
+    """The original itself loads past the end of x: it learns (on unfenced runs), but
+    evaluated as it is, a fenced run faults where the page after x is inaccessible, and the
+    reason names the argument, as it would for a rewrite."""
+    (tmp_path / "tail_load.c").write_text(TAIL_LOAD_C)
+    kernel = r3.kernel(tmp_path / "tail_load.c", entry="tail_load", name="replay_tail_load")
+    store = RecordingStore(tmp_path / "recordings")
+    rng = np.random.default_rng(3)
+    keys = record_launches(kernel, store, [
+        (n, rng.standard_normal(n).astype(np.float32), np.zeros(n, np.float32))
+        for n in (1000, 37)])
+    with ReplayServer(KernelSpec.from_kernel(kernel), store.root, keys, FAST) as server:
+        result = server.evaluate(Candidate(source_text=TAIL_LOAD_C))
+    assert result.status == "crash", result.summary()
+    assert re.search(r"(reads|reads or writes) past the end of x", result.reason()), \
+        result.reason()
+
+
 def test_stale_recording_stops_the_server_with_advice(recorded, tmp_path):
     store = RecordingStore(tmp_path / "recordings")
     [original] = [store_read for store_read in recorded.store.load_all(recorded.kernel.name)
