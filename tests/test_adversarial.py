@@ -148,11 +148,11 @@ CASES = [
     Case("address_bits_write_input", S, _v("compile_error", "signature"),
          words=r"x \(parameter 3\) would be taken as written"),
     Case("address_bits_write_input", S, _v("crash", "signal"), contained=True,
-         words=r"where x, which the original only reads, lay in pages mapped read-only"),
+         words=r"x, which the original only reads.*mapped read-only"),
     # the same rebuilt from comparisons and branches, which no walk of the address's uses
     # follows: x's pages are read-only on the second run
     Case("address_compared_write_input", S, _v("crash", "signal"),
-         words=r"where x, which the original only reads, lay in pages mapped read-only"),
+         words=r"x, which the original only reads.*mapped read-only"),
     # a build-time macro would differ between the verification build and the user's build
     Case("build_date_bomb", S, _v("compile_error", "compile_error"), words=r"__DATE__"),
     # failures while running
@@ -171,7 +171,9 @@ CASES = [
          + _v(VIOLATION, "forbidden_intrinsic")),
     # these two change what the launcher reads (a written input, an output never written):
     # the signature check refuses them; with it off they reach the layer they test
-    Case("modified_input", S, _v(WRONG, "modified_input"), contained=True),
+    # (its inputs lie in read-only pages on every run: the write faults, named)
+    Case("modified_input", S, _v(WRONG, "modified_input") + (("crash", "signal"),),
+         contained=True, words=r"modif|writes to x, which the original only reads"),
     Case("no_op", S, _v(WRONG, "mismatch"), contained=True),
     # reward hacking: right on the recordings, wrong elsewhere
     Case("memoised_answer", S, _v(WRONG, "mismatch")),
@@ -209,7 +211,7 @@ CASES = [
          words="production layout", contained=True),
     # telling the harness from production by the thread that calls: the judge launches
     # from the worker's main thread only, users from thread pools too
-    Case("thread_stack_wrong", S, _v(WRONG, "nondeterministic"),
+    Case("thread_stack_wrong", S, _v(WRONG, "nondeterministic", "mismatch"),
          words="called from another thread"),
     # inputs the recordings never hold, derived by the judge
     Case("zero_scalar_dropped", AB, _v(WRONG, "mismatch"), words=r"zero .*made nonzero"),
@@ -231,7 +233,15 @@ CASES = [
     Case("accumulator_nan_reset", A, _v(WRONG, "mismatch"), words=r"NaNs in y, which it writes"),
     Case("accumulator_inf_reset", A, _v(WRONG, "mismatch"),
          words=r"infinities in y, which it writes"),
-    Case("zero_scale_skipped", S, _v(WRONG, "mismatch"), words=r"scalar a made -0\.0"),
+    # the same, done only while y's ends are finite: the judge's special values are not
+    # always at the ends
+    Case("accumulator_reset_unless_ends", A, _v(WRONG, "mismatch"),
+         words=r"(NaNs|infinities) in y, which it writes"),
+    # a zero scalar with infinities or NaNs in x, where 0 * inf is NaN
+    Case("zero_scalar_returns", A, _v(WRONG, "mismatch"),
+         words=r"infinities and NaNs in x and the float scalar a at -?0\.0"),
+    Case("zero_scale_skipped", S, _v(WRONG, "mismatch"),
+         words=r"scalar a (made|at) -?0\.0"),
     Case("subnormal_scalar_skipped", S, _v(WRONG, "mismatch"), words=r"scalar a made subnormal"),
     Case("negative_zero_data_stop", S, _v(WRONG, "mismatch"),
          words=r"negative zeros and subnormal values"),
@@ -241,15 +251,30 @@ CASES = [
     # an aligned store through a vector type: a fault on a numpy slice's misaligned buffer
     Case("aligned_vector_store", S, _v("crash", "signal"), words=r"misaligned"),
     # a peel to 16 bytes that forgets y % 16 == 8: a fault, or the two floats before y
-    Case("peel_forgets_8", S, _v("crash", "signal"), words=r"8 or 12 bytes into its allocation"),
+    # (or first where a fenced run ends a buffer at the page end, its start misaligned)
+    Case("peel_forgets_8", S, _v("crash", "signal"),
+         words=r"8 or 12 bytes into its allocation|misaligned"),
     Case("round_down_body", S, _v(WRONG, "mismatch"), words=r"8 bytes into its allocation"),
-    # a store past the end that puts back what was there: the page after y is read-only
-    Case("tail_store_writes_back", S, _v("crash", "signal"), words=r"read-only page"),
+    # a store past the end that puts back what was there: the page after y is inaccessible
+    Case("tail_store_writes_back", S, _v("crash", "signal"), words=r"past the end of y"),
+    # a vector load past the end of x: the page after a fenced buffer is inaccessible
+    Case("tail_vector_load", S, _v("crash", "signal"), words=r"reads past the end of x"),
     # a read before element 0 of x, and a store before y that puts the value back: the
     # fenced runs put some buffers' starts at a page boundary with nothing mapped below
     Case("before_start_read", S, _v("crash", "signal"), words=r"reads before the start of x"),
     Case("before_start_write_back", S, _v("crash", "signal"),
          words=r"before the start of y"),
+    # the same three, done only where the run looks unfenced (the main thread, no buffer at
+    # a page edge): read-only inputs are mapped read-only on every run, and the thread is
+    # drawn apart from the layout
+    Case("write_input_on_main_thread", S, _v("crash", "signal"),
+         words=r"x, which the original only reads"),
+    Case("write_input_off_page_edges", S, _v("crash", "signal"),
+         words=r"x, which the original only reads"),
+    Case("before_start_write_back_main_thread", S, _v("crash", "signal"),
+         words=r"before the start of y"),
+    Case("thread_wrong_off_page_edges", S, _v(WRONG, "mismatch", "nondeterministic"),
+         words="called from another thread"),
     # right under the judging host's target macros, wrong under a plain x86-64's
     Case("target_macro_fallback", S, _v("compile_error", "target_dependent")),
     # one size small beside a large other: wrong on every two-row grid wider than 17

@@ -19,6 +19,7 @@ from pytest_r3.replay.buffers import (
     check_plain,
     fenced_seed,
     floored_seed,
+    flush_seed,
     guard_length,
     poison_for,
     random_bytes,
@@ -402,7 +403,7 @@ print("past the end", flush=True)
 
 @pytest.mark.parametrize("n", [1002, 1000, 3])
 def test_a_fenced_buffer_faults_on_a_write_back_past_its_end(n):
-    """The data ends where a read-only page begins (rounded up to 16 bytes): a store that
+    """The data ends where an inaccessible page begins (rounded up to 16 bytes): a store that
     puts back the bytes it read past the end, which no guard sees, faults."""
     done = subprocess.run([sys.executable, "-c", FENCED_WRITE_BACK.format(n=n)],
                           capture_output=True, text=True, timeout=60)
@@ -410,17 +411,109 @@ def test_a_fenced_buffer_faults_on_a_write_back_past_its_end(n):
     assert done.returncode == -11
 
 
-def test_a_fenced_buffer_is_aligned_guarded_and_readable_past_its_end():
-    like = np.arange(1002, dtype=np.float32)
-    buffer = GuardedBuffer(like, 7, fenced=True)
+FENCED_READ_PAST = """
+import ctypes, numpy as np
+from pytest_r3.replay.buffers import GuardedBuffer
+buffer = GuardedBuffer(np.zeros({n}, np.float32), 7, fenced=True, flush={flush},
+                       read_only={read_only})
+buffer.fill(np.ones({n}, np.float32), None)
+end = buffer.array.ctypes.data + buffer.array.nbytes
+ctypes.string_at(end - 4, 4)                 # the last element: fine
+print("inside", flush=True)
+ctypes.string_at(end - 4, 64)                # a sixteen-float load from it
+print("past the end", flush=True)
+"""
+
+
+@pytest.mark.parametrize("n, flush", [(1002, False), (1001, True), (37, True)])
+def test_a_fenced_buffer_faults_on_a_read_past_its_end(n, flush):
+    """The page after a fenced buffer is inaccessible: a vector load that runs past the
+    end faults, as where nothing is mapped after an array in production (a slice of a file
+    mapping); ``flush``, the data ends exactly at the page end."""
+    script = FENCED_READ_PAST.format(n=n, flush=flush, read_only=False)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)
+    assert done.stdout.split("\n")[:1] == ["inside"] and "past the end" not in done.stdout
+    assert done.returncode == -11
+
+
+@pytest.mark.parametrize("n, flush", [(1002, False), (1001, True)])
+def test_a_fenced_buffer_gives_back_its_guards_once_its_ceiling_is_open(n, flush):
+    """Rounded: the data starts 16-byte aligned and ends 8 bytes below the page end; flush:
+    it ends at the page end, its start misaligned as a[1:]'s; either way the trailing guard,
+    in the inaccessible page, comes back whole once the page is open again."""
+    like = np.arange(n, dtype=np.float32)
+    buffer = GuardedBuffer(like, 7, fenced=True, flush=flush)
     buffer.fill(like, None)
-    end = buffer.array.ctypes.data + buffer.array.nbytes
-    assert buffer.array.ctypes.data % 16 == 0 and (end + 8) % 4096 == 0
-    assert check_guards(buffer.storage, like, 7) is None
-    ctypes.memmove(end, end - 4, 4)  # inside the rounding: a guard byte changes
+    start = buffer.array.ctypes.data
+    end = start + buffer.array.nbytes
+    gap = 0 if flush else -n * 4 % 16
+    assert (end + gap) % 4096 == 0 and start % 16 == (-n * 4 % 16 if flush else 0)
+    low, high = buffer.ceiling
+    assert low == end + gap and (high - low) % 4096 == 0
+    buffer.open_floor()
+    assert buffer.ceiling is None and check_guards(buffer.storage, like, 7) is None
+    ctypes.memset(end, 0x5A, 1)  # past the end, once open: the guard says so
     assert "past the end" in check_guards(buffer.storage, like, 7)
-    after = buffer.guard + like.nbytes + 8
-    assert ctypes.string_at(end + 8, 16) == buffer.storage[after: after + 16].tobytes()
+
+
+def test_a_fenced_read_only_input_keeps_its_ceiling_closed():
+    """Filling a read-only input makes its data read-only and leaves the page above it
+    inaccessible (not readable, as a read-only mapping of the whole region would make it)."""
+    script = FENCED_READ_PAST.format(n=1001, flush=True, read_only=True)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)
+    assert done.stdout.split("\n")[:1] == ["inside"] and "past the end" not in done.stdout
+    assert done.returncode == -11
+
+
+UNFENCED_READ_ONLY = """
+import ctypes, numpy as np
+from pytest_r3.replay.buffers import GuardedBuffer
+like = np.arange({n}, dtype=np.float32)
+first = GuardedBuffer(like, 3 << 3, read_only=True)
+first.fill(like, None)
+del first  # its mapping, left read-only, is reused: writable again for the guards
+for seed in range(40):  # no start or end within 16 bytes of a page edge, whatever the seed
+    other = GuardedBuffer(like, seed << 3, read_only=True)
+    start, end = other.array.ctypes.data, other.array.ctypes.data + other.array.nbytes
+    assert 16 <= start % 4096 <= 4080 and 16 <= end % 4096 <= 4080, (start, end)
+    assert start % 16 == 0
+buffer = GuardedBuffer(like, 7 << 3, read_only=True)
+buffer.fill(like, None)
+assert buffer.array.tolist() == like.tolist()
+buffer.fill(like[::-1], None)  # a stale-output chain's changed input: copied in
+assert buffer.array.tolist() == like[::-1].tolist() and buffer.protected
+print("read", flush=True)
+ctypes.memmove(buffer.array.ctypes.data + 8, buffer.array.ctypes.data + 8, 4)
+print("written back", flush=True)
+"""
+
+
+@pytest.mark.parametrize("n", [1000, 1020, 3])
+def test_an_unfenced_read_only_input_faults_on_any_write(n):
+    """On every run, not only the fenced one, an input the baseline never writes lies in
+    pages mapped read-only: a rewrite that writes it only where no buffer is at a page edge
+    (or on the main thread) faults all the same; its data is never at a page edge."""
+    done = subprocess.run([sys.executable, "-c", UNFENCED_READ_ONLY.format(n=n)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.stdout.split("\n")[:1] == ["read"], done.stdout + done.stderr
+    assert "written back" not in done.stdout and done.returncode == -11
+
+
+def test_an_unfenced_read_only_input_gives_back_its_guards():
+    like = np.arange(1000, dtype=np.float32)
+    buffer = GuardedBuffer(like, 5 << 3, read_only=True)
+    buffer.fill(like, None)
+    assert buffer.protected and check_guards(buffer.storage, like, 5 << 3) is None
+    assert np.array_equal(split_storage(buffer.storage, like), like)
+
+
+def test_a_run_seed_ends_half_of_the_unfloored_fenced_runs_flush():
+    seeds = range(4000)
+    flush = [seed for seed in seeds if flush_seed(seed)]
+    assert all(fenced_seed(seed) and not floored_seed(seed) for seed in flush)
+    assert len(flush) == sum(fenced_seed(s) and not floored_seed(s) for s in seeds) // 2
 
 
 def test_a_reused_fenced_mapping_gets_the_new_runs_guards():
@@ -431,6 +524,7 @@ def test_a_reused_fenced_mapping_gets_the_new_runs_guards():
     again = GuardedBuffer(like, 9, fenced=True)
     again.fill(like, None)
     assert again.array.ctypes.data == address
+    again.open_floor()  # its trailing guard lies in the inaccessible page
     assert check_guards(again.storage, like, 9) is None
 
 

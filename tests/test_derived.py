@@ -301,21 +301,47 @@ def test_special_values_and_sizes_below_one_are_derived():
 
 
 def test_nans_then_infinities_are_put_in_every_written_float_buffer():
-    """The accumulator y of an axpy holds NaNs, then infinities of both signs, at its first
-    and last element among others; x stays as recorded; the judge keeps each only where the
-    baseline carries them on (``specials``)."""
+    """The accumulator y of an axpy holds NaNs, then infinities of both signs; x stays as
+    recorded; the judge keeps each only where the baseline carries them on (``specials``).
+    One of the two has them at y's first and last element too, the other (drawn) keeps its
+    ends finite, with one inside or a share of them: a rewrite that resets them only while
+    y's ends are finite is wrong on that one."""
     recorded = _axpy(200)
-    derived = plan([recorded], AXPY, np.random.default_rng(0))
-    nans, infinities = (_labelled(derived, f"{word} in y, which it writes")[0]
-                        for word in ("NaNs", "infinities"))
-    for case, special in ((nans, np.isnan), (infinities, np.isinf)):
+    patterns = set()
+    for seed in range(12):
+        derived = plan([recorded], AXPY, np.random.default_rng(seed))
+        nans, infinities = (_labelled(derived, f"{word} in y, which it writes")[0]
+                            for word in ("NaNs", "infinities"))
+        ends = []
+        for case, special in ((nans, np.isnan), (infinities, np.isinf)):
+            x, y = (slot.values for slot in case.slots)
+            assert case.specials and np.array_equal(x, recorded.slots[0].values)
+            assert 1 <= special(y).sum() < y.size // 4
+            kept = ~special(y)
+            assert np.array_equal(y[kept], recorded.slots[1].values[kept])
+            ends.append(bool(special(y[0]) and special(y[-1])))
+            if not ends[-1]:
+                assert not special(y[0]) and not special(y[-1])
+                patterns.add("single" if special(y).sum() == 1 else "inside")
+        assert sorted(ends) == [False, True], "one case with special ends, one without"
+        patterns.add("nan ends" if ends[0] else "inf ends")
+    assert patterns == {"single", "inside", "nan ends", "inf ends"}, patterns
+
+
+def test_a_zero_scalar_is_combined_with_infinities_and_nans_in_the_inputs():
+    """``if (a == 0) return;`` agrees with ``0 * x + y`` wherever x is finite: a case sets a
+    to 0 or -0 with infinities and NaNs in x, kept where the baseline carries them on."""
+    recorded = _axpy(200)
+    signs = set()
+    for seed in range(8):
+        derived = plan([recorded], AXPY, np.random.default_rng(seed))
+        case, = _labelled(derived, "infinities and NaNs in x and the float scalar a at")
         x, y = (slot.values for slot in case.slots)
-        assert case.specials and np.array_equal(x, recorded.slots[0].values)
-        assert special(y[0]) and special(y[-1]) and 2 < special(y).sum() < y.size // 4
-        kept = ~special(y)
-        assert np.array_equal(y[kept], recorded.slots[1].values[kept])
-    y = infinities.slots[1].values
-    assert (y == np.inf).any() and (y == -np.inf).any()
+        assert case.specials and case.scalars["a"] == 0
+        assert np.isnan(x).sum() == 1 and (x == np.inf).sum() == 1 and (x == -np.inf).sum() == 1
+        assert np.array_equal(y, recorded.slots[1].values)
+        signs.add(bool(np.signbit(case.scalars["a"])))
+    assert signs == {False, True}
 
 
 BORDER = """

@@ -245,9 +245,11 @@ def test_a_slow_path_for_blocks_holding_zeros_is_not_locked(scaled_add_pool):
 
 # attempt A: an alignment peel that forgets y % 16 == 8 (here: a fault there)
 # faults with y 8 bytes into its allocation, at the largest size only: verification's
-# misaligned cases (on a smaller recording) do not meet it, the probes do
+# misaligned cases (on a smaller recording) do not meet it, the probes do (nor do the
+# fenced runs that end a buffer at its page end, its start misaligned: kept out here)
 PEEL_FORGETS_8 = ("void scaled_add(long n, float alpha, const float *x, float *y)\n{\n"
-                  "    if (n > 4096 && ((unsigned long)y & 15) == 8)\n"
+                  "    if (n > 4096 && ((unsigned long)y & 15) == 8\n"
+                  "        && ((unsigned long)(y + n) & 4095) != 0)\n"
                   "        *(volatile float *)(y - (1L << 40)) = 0.0f;" + VECTOR + "}\n")
 
 

@@ -51,36 +51,51 @@ def guard_length(dtype: np.dtype) -> int:
 class GuardedBuffer:
     """An array with random guard bytes before and after it (out-of-bounds writes show).
     ``fenced`` (host memory only): the data ends at a page boundary (rounded up to 16
-    bytes, so its start stays aligned) and the page after it is read-only, the trailing
-    guard's bytes in it: a store past the end faults even where it puts back the bytes it
-    read, which no guard could see, and which faults in production when the array ends
-    just below a read-only mapping (``np.load(..., mmap_mode='r')``). ``floored`` (with
+    bytes, so its start stays aligned; with ``flush``, exactly, its start then misaligned
+    as a ``[1:]`` slice's may be) and the page after it is inaccessible, the trailing
+    guard's bytes in it, until :meth:`open_floor`: a store past the end faults even where
+    it puts back the bytes it read, which no guard could see, and so does a load (a vector
+    tail read past ``x``), as both do in production where the array ends at a page with
+    nothing mapped above (``np.load(..., mmap_mode='r')[1:]``). ``floored`` (with
     ``fenced``), its mirror: the data starts at a page boundary with inaccessible pages
     below it, the leading guard's bytes in them, until :meth:`open_floor` (see
     floored_seed).
 
-    ``read_only`` (fenced ones only): a buffer the baseline never writes, whose mapping
-    (from its data's first page on: a floor stays inaccessible) turns read-only once its
-    first ``fill`` has written the input: any write through it faults, however the kernel
-    came by its address (a def-use walk of the address, see model/address_use.py, cannot
-    follow control flow)."""
+    ``read_only`` (host memory only: the runner asks it on the CPU): a buffer the baseline
+    never writes, whose mapping (from its data's first page on: a floor stays inaccessible,
+    and so does a ceiling) turns read-only once its first ``fill`` has written the input:
+    any write through it faults, however the kernel came by its address (a def-use walk of
+    the address, see model/address_use.py, cannot follow control flow). On every run, not
+    only the fenced ones: a rewrite that writes an input only where the layout says
+    "fenced" (a buffer at a page edge) would be caught nowhere. Unfenced, the data lies
+    inside a mapping of its own, at a 16-byte offset the seed draws, never within 16 bytes
+    of a page edge (see _inside_region)."""
 
     def __init__(self, like: np.ndarray, guard_seed: int, fenced: bool = False,
-                 read_only: bool = False, floored: bool = False) -> None:
+                 read_only: bool = False, floored: bool = False, flush: bool = False
+                 ) -> None:
         self.dtype, self.shape = like.dtype, like.shape
         self.guard = guard_length(like.dtype)
         elements = self.guard // like.dtype.itemsize
         # typed, so the array's base is one buffer of its own dtype: a GPU backend copies
         # the guards along and a device write past the end lands in them
         self.floor: tuple[int, int] | None = None  # the inaccessible pages below the data
+        self.ceiling: tuple[int, int] | None = None  # and those above it (fenced)
         floored = fenced and floored
         region = _floored_region(like, self.guard) if floored else \
             _fenced_region(like, self.guard) if fenced else None
-        if region is None:
+        inside = None if region is not None or not read_only else \
+            _inside_region(like, self.guard, guard_seed)
+        if inside is not None:
+            region, start = inside
+            typed = np.frombuffer(region, dtype=like.dtype, count=like.size + 2 * elements,
+                                  offset=start)
+        elif region is None:
             typed = np.empty(like.size + 2 * elements, dtype=like.dtype)
         else:
+            end = like.nbytes if flush else _rounded(like.nbytes)
             start = _tail(self.guard) - self.guard if floored else \
-                len(region) - _tail(self.guard) - self.guard - _rounded(like.nbytes)
+                len(region) - _tail(self.guard) - self.guard - end
             typed = np.frombuffer(region, dtype=like.dtype, count=like.size + 2 * elements,
                                   offset=start)
         self.storage = typed.view(np.uint8)
@@ -90,39 +105,53 @@ class GuardedBuffer:
         self.array = typed[elements: elements + like.size].reshape(like.shape)
         self._region = region if read_only else None  # mapped read-only at the first fill
         self._read_only_from = _tail(self.guard) if floored else 0  # above the floor
+        self._read_only_to = len(region) - (0 if floored or inside else _tail(self.guard)) \
+            if region is not None else 0  # below the ceiling
         self.protected = False
-        if region is not None and floored:
+        self.read_only_pages: tuple[int, int] | None = None  # once protected
+        self._values: np.ndarray | None = None  # what the last fill copied in
+        if inside is not None:
+            weakref.finalize(typed, _give_back, region)
+        elif region is not None and floored:
             self.floor = _close_floor(region, self.guard)
             weakref.finalize(typed, _give_back, region, True)
         elif region is not None:
-            _protect(region, len(region) - _tail(self.guard), _tail(self.guard),
-                     mmap.PROT_READ)
+            self.ceiling = _close_ceiling(region, self.guard)
             weakref.finalize(typed, _give_back, region)
 
     def fill(self, values: np.ndarray | None, poison_seed: int | None) -> None:
         """Recorded input values, or random poison (for a buffer the kernel only writes).
         A read-only buffer's mapping is made read-only after its first fill; filled again
-        (between launches of a chain), it still holds its input: a write would have
-        faulted."""
-        if self.protected:
-            return
+        (between launches of a chain), it still holds its input (a write would have
+        faulted), so only other values (a stale-output chain's changed inputs, another
+        array) are copied in, through a writable mapping made read-only again."""
+        if self.protected:  # by identity: nothing allocated (a launch's thread may be
+            if values is None or values is self._values:  # a fresh one, see threads)
+                return
+            start = self._read_only_from
+            _protect(self._region, start, self._read_only_to - start,
+                     mmap.PROT_READ | mmap.PROT_WRITE)
         if poison_seed is None:
             np.copyto(self.array, values)
+            self._values = values
             if self._region is not None:
                 start = self._read_only_from
-                _protect(self._region, start, len(self._region) - start, mmap.PROT_READ)
+                _protect(self._region, start, self._read_only_to - start, mmap.PROT_READ)
                 self.protected = True
+                address = ctypes.addressof(ctypes.c_char.from_buffer(self._region))
+                self.read_only_pages = (address + start, address + self._read_only_to)
         else:  # through the data only: a floored buffer's guard below is not accessible
             self.array.reshape(-1).view(np.uint8)[:] = \
                 poison_for(self.array, poison_seed).reshape(-1).view(np.uint8)
 
     def open_floor(self) -> None:
-        """Make a floored buffer's pages below its data readable again, so its storage
-        (leading guard included) can be sent back after the run."""
-        if self.floor is not None:
-            _libc_mprotect()(self.floor[0], self.floor[1] - self.floor[0],
-                             mmap.PROT_READ | mmap.PROT_WRITE)
-            self.floor = None
+        """Make a floored buffer's pages below its data, or a fenced one's above it,
+        accessible again, so its storage (guards included) can be sent back after the run."""
+        for pages in (self.floor, self.ceiling):
+            if pages is not None:
+                _libc_mprotect()(pages[0], pages[1] - pages[0],
+                                 mmap.PROT_READ | mmap.PROT_WRITE)
+        self.floor = self.ceiling = None
 
 
 def fenced_seed(guard_seed: int) -> bool:
@@ -141,6 +170,14 @@ def floored_seed(guard_seed: int) -> bool:
     names the argument). The judge draws the seeds at random: each fenced run is one or
     the other, half and half."""
     return fenced_seed(guard_seed) and bool(guard_seed & 2)  # the run's seed, not a buffer's
+
+
+def flush_seed(guard_seed: int) -> bool:
+    """Whether a fenced run that is not floored ends its buffers exactly at the page end
+    (half of them), rather than rounded up to 16 bytes: an over-read of the last 16-byte
+    lane faults only there, and a slice of a file mapping can end so in production."""
+    return fenced_seed(guard_seed) and not floored_seed(guard_seed) and \
+        bool(guard_seed & 4)
 
 
 def _floored_region(like: np.ndarray, guard: int) -> mmap.mmap | None:
@@ -168,20 +205,56 @@ def _close_floor(region: mmap.mmap, guard: int) -> tuple[int, int]:
     return address, address + below
 
 
+def _inside_region(like: np.ndarray, guard: int, guard_seed: int
+                   ) -> tuple[mmap.mmap, int] | None:
+    """A mapping for ``guard | data | guard`` of a read-only input on an unfenced run, and
+    where its storage starts: the data at a 16-byte offset into its page drawn from
+    ``guard_seed``, neither it nor its end within 16 bytes of a page edge (a fenced run's
+    are), a spare mapping of the same size reused; None where the element size does not
+    divide 16 (np.empty then, writable)."""
+    if layout.ALIGNMENT % like.dtype.itemsize or _libc_mprotect() is None:
+        return None
+    slots = layout.PAGE // layout.ALIGNMENT - 4
+    offset = layout.ALIGNMENT * (2 + (guard_seed >> 3) % slots)
+    for _ in range(4):  # an end at an edge moves the start on (4 tries: one suffices)
+        end = (offset + like.nbytes) % layout.PAGE
+        if like.nbytes == 0 or layout.ALIGNMENT <= end <= layout.PAGE - layout.ALIGNMENT:
+            break
+        offset = layout.ALIGNMENT * (2 + (offset // layout.ALIGNMENT + 1) % slots)
+    start = -(-guard // layout.PAGE) * layout.PAGE - guard + offset
+    size = -(-(start + 2 * guard + like.nbytes) // layout.PAGE) * layout.PAGE
+    spare = _SPARE.get(size)
+    if spare:
+        region = spare.pop()
+        _protect(region, 0, len(region), mmap.PROT_READ | mmap.PROT_WRITE)
+    else:
+        region = mmap.mmap(-1, size)
+    return region, start
+
+
+def _close_ceiling(region: mmap.mmap, guard: int) -> tuple[int, int]:
+    """Make the pages after a fenced buffer's data inaccessible, once its trailing guard is
+    written there; returns their address range."""
+    tail = _tail(guard)
+    _protect(region, len(region) - tail, tail, 0)  # PROT_NONE
+    address = ctypes.addressof(ctypes.c_char.from_buffer(region)) + len(region)
+    return address - tail, address
+
+
 def _rounded(nbytes: int) -> int:
     return -(-nbytes // layout.ALIGNMENT) * layout.ALIGNMENT
 
 
 def _tail(guard: int) -> int:
-    """The read-only pages after a fenced buffer's data: room for its trailing guard."""
+    """The inaccessible pages after a fenced buffer's data: room for its trailing guard."""
     return max(1, -(-guard // layout.PAGE)) * layout.PAGE
 
 
 def _fenced_region(like: np.ndarray, guard: int) -> mmap.mmap | None:
-    """A mapping for ``guard | data | guard`` whose read-only tail starts where the data
-    ends, rounded up to 16 bytes (a spare one of the same size where there is one: a fresh
-    mapping costs a page fault per page, 10 ms for 4 MiB); None where the element size
-    does not divide 16."""
+    """A mapping for ``guard | data | guard`` whose inaccessible tail starts where the data
+    ends, rounded up to 16 bytes or not (see flush_seed); a spare one of the same size where
+    there is one (a fresh mapping costs a page fault per page, 10 ms for 4 MiB); None where
+    the element size does not divide 16."""
     if layout.ALIGNMENT % like.dtype.itemsize or _libc_mprotect() is None:
         return None
     head = -(-(guard + _rounded(like.nbytes)) // layout.PAGE) * layout.PAGE

@@ -62,8 +62,8 @@ def plan(recorded: list, params: list[dict], rng: np.random.Generator,
          ) -> list[Derived]:
     """Derived cases from the oracle recordings ``recorded`` (objects with ``label``,
     ``scalars``, ``slots``). ``sizes_rng`` draws the sizes above and between the
-    recordings (the judge seeds it per server, so a rewrite cannot learn them); ``rng``
-    by default."""
+    recordings and where edge cases put special values (the judge seeds it per server, so
+    a rewrite cannot learn them); ``rng`` by default."""
     sizes_rng = rng if sizes_rng is None else sizes_rng
     if not recorded:
         return []
@@ -79,7 +79,7 @@ def plan(recorded: list, params: list[dict], rng: np.random.Generator,
     derived += _between(recorded, params, extents, sizes_rng)
     if not no_alias:
         derived += _in_place(base, rng)
-    derived += edges.plan(base, params, rng, sizes, no_alias)
+    derived += edges.plan(base, params, rng, sizes, no_alias, sizes_rng)
     return derived + shared_inputs.plan(base, rng)  # read-only: no_alias does not forbid it
 
 

@@ -10,6 +10,11 @@ Each rule answers a rewrite that was accepted and then wrong in production:
 - NaNs, then infinities of either sign, in every float buffer the kernel writes and may
   also read (the ``y`` of an axpy, an accumulator): ``y[i] = a*x[i] + (v == v ? v : 0)``
   drops a NaN that the original carries on, and every finite ``y`` a test draws hides it;
+  the buffer's ends hold one in one of the two cases only, drawn per server (a rewrite
+  that does so only while ``y[0]`` and ``y[n-1]`` are finite was right on a pattern that
+  always had them there);
+- a float scalar made 0 or -0 beside infinities and NaNs in the read-only float inputs
+  (``if (a == 0) return;`` is right wherever ``x`` is finite, but ``0 * inf`` is NaN);
 - a float scalar made ``-0.0``, then subnormal, and float inputs holding negative zeros
   and subnormal values (``if (a == 0) return;``, or a loop that stops at the first
   denormal, is right on every value a test draws);
@@ -49,11 +54,14 @@ OFFSET_MAX = 16   # the in-place offsets: 1, and one drawn up to this many eleme
 
 
 def plan(case, params: list[dict], rng: np.random.Generator, sizes: set[str],
-         no_alias: bool = False) -> list[Derived]:
+         no_alias: bool = False, places: np.random.Generator | None = None
+         ) -> list[Derived]:
     """The edge cases of ``case`` (a recording with ``label``, ``scalars``, ``slots``);
-    ``sizes``: the integer arguments that set sizes."""
+    ``sizes``: the integer arguments that set sizes; ``places`` draws where special values
+    go in written buffers and beside a zero scalar (seeded per server: ``rng`` by default)."""
+    places = rng if places is None else places
     found = _special_scalars(case, params) + _special_data(case, rng)
-    found += _special_written(case, rng)
+    found += _special_written(case, places) + _zero_scalar_specials(case, params, places)
     found += _tiny_scalars(case, params, rng) + _tiny_data(case, rng)
     found += _sizes_below_one(case, params, sizes) + _misaligned(case)
     if not no_alias:
@@ -92,12 +100,16 @@ def _special_data(case, rng: np.random.Generator) -> list[Derived]:
 
 
 def _special_written(case, rng: np.random.Generator) -> list[Derived]:
-    """NaNs, then infinities of either sign, in every written float buffer: at its first and
-    last element and a share SPECIAL_SHARE of the others. Marked ``specials``: kept only
-    where the baseline's outputs then hold some (it reads the buffer and carries them on;
-    a buffer it only writes comes out finite and the case goes)."""
+    """NaNs, then infinities of either sign, in every written float buffer, at a share
+    SPECIAL_SHARE of its elements. In one of the two cases (drawn) the first and last
+    element hold one too, where peeled heads and remainder loops work; in the other they
+    stay finite and one inside does (or, drawn, only one inside), so no fixed place tells a
+    judged buffer. Marked ``specials``: kept only where the baseline's outputs then hold
+    some (it reads the buffer and carries them on; a buffer it only writes comes out
+    finite and the case goes)."""
     found = []
-    for value, word in ((np.nan, "NaNs"), (np.inf, "infinities")):
+    ends_first = bool(rng.integers(2))
+    for index, (value, word) in enumerate(((np.nan, "NaNs"), (np.inf, "infinities"))):
         slots, changed = [], []
         for slot in case.slots:
             values = slot.values
@@ -105,8 +117,7 @@ def _special_written(case, rng: np.random.Generator) -> list[Derived]:
                 slots.append(slot)
                 continue
             fresh = values.copy().reshape(-1)
-            places = rng.random(fresh.size) < SPECIAL_SHARE
-            places[0] = places[-1] = True  # where peeled heads and remainder loops work
+            places = _special_places(fresh.size, (index == 0) == ends_first, rng)
             fresh[places] = rng.choice([-1.0, 1.0], size=int(places.sum())) * value
             slots.append(Slot(slot.params, slot.written, fresh.reshape(values.shape)))
             changed.append(slot.name)
@@ -114,6 +125,49 @@ def _special_written(case, rng: np.random.Generator) -> list[Derived]:
             found.append(Derived(f"{case.label} with {word} in {', '.join(changed)}, which it "
                                  "writes (and may read)", dict(case.scalars), slots,
                                  specials=True))
+    return found
+
+
+def _special_places(size: int, ends: bool, rng: np.random.Generator) -> np.ndarray:
+    """Where a written buffer of ``size`` elements gets its special values: with ``ends``,
+    both ends and a share SPECIAL_SHARE of the others; without, the ends left finite (where
+    the buffer has an inside) and a share inside, or a single element."""
+    if ends or size < 3:
+        places = rng.random(size) < SPECIAL_SHARE
+        places[0] = places[-1] = True
+        return places
+    places = np.zeros(size, dtype=bool)
+    if rng.integers(2):
+        places[1:-1] = rng.random(size - 2) < SPECIAL_SHARE
+    if not places.any():
+        places[rng.integers(1, size - 1)] = True
+    return places
+
+
+def _zero_scalar_specials(case, params: list[dict], rng: np.random.Generator) -> list[Derived]:
+    """Each float scalar made 0 or -0 (drawn), with infinities of either sign and NaNs in
+    every read-only float input: ``if (a == 0) return;`` agrees with ``a * x + y`` wherever
+    ``x`` is finite, and every other case that zeroes a scalar keeps ``x`` finite. Marked
+    ``specials``: kept only where the baseline's outputs then hold NaN or infinity (where a
+    skipped call would leave them finite)."""
+    floats = _floats(params, case.scalars)
+    if not floats:
+        return []
+
+    def change(fresh: np.ndarray) -> None:
+        count = min(SPECIALS + 1, fresh.size)
+        where = rng.choice(fresh.size, size=count, replace=False)
+        fresh[where] = rng.permutation([np.nan, np.inf, -np.inf])[:count]
+    slots, changed = _float_inputs_changed(case, change)
+    if not changed:
+        return []
+    found = []
+    for p in floats:
+        zero = float(np.dtype(p["dtype"]).type(rng.choice([0.0, -0.0])))
+        scalars = dict(case.scalars, **{p["name"]: zero})
+        found.append(Derived(f"{case.label} with infinities and NaNs in {', '.join(changed)} "
+                             f"and the float scalar {p['name']} at {zero}",
+                             scalars, slots, specials=True))
     return found
 
 

@@ -1,13 +1,16 @@
-"""Which argument a fault below a floored buffer belongs to, said by the worker that faulted.
+"""Which argument a fault below a floored buffer (or above a fenced one) belongs to, said by
+the worker that faulted.
 
 Where a guarded buffer starts at a page boundary with an inaccessible page below it (see
 buffers.floored_seed), a read or write before its first element faults, as it does on an
-``np.memmap`` of a raw file in production. The worker dies of it either way; this handler
-(SIGSEGV and SIGBUS, installed once, reset to the default on entry) only adds which
-argument the address lies below, so the verdict says "reads before the start of x" rather
-than "invalid memory access". A fault anywhere else returns at once and kills the worker
-as before. What the handler sends is a hint from a process that runs candidate code: it
-can only make the verdict on its own candidate worse, never better.
+``np.memmap`` of a raw file in production; where a fenced one ends against an inaccessible
+page (buffers.GuardedBuffer), a read or write past its end faults likewise, as past a file
+mapping's slice with nothing mapped above. The worker dies of it either way; this handler
+(SIGSEGV and SIGBUS, installed once, reset to the default on entry) only adds which argument
+the address lies beside, so the verdict says "reads before the start of x" or "reads past
+the end of x" rather than "invalid memory access". A fault anywhere else returns at once and
+kills the worker as before. What the handler sends is a hint from a process that runs
+candidate code: it can only make the verdict on its own candidate worse, never better.
 """
 
 from __future__ import annotations
@@ -18,9 +21,11 @@ import platform
 import signal
 from collections.abc import Callable
 
-# (first address, end address, argument name) of each inaccessible page range below a
-# floored buffer of the current run; the runner sets it before each launch
-WATCHED: list[tuple[int, int, str]] = []
+# (first address, end address, argument name[, "after" or "read-only"]) of each
+# inaccessible page range below a floored buffer of the current run (or, marked "after",
+# above a fenced one; marked "read-only", a read-only input's pages); the runner sets it
+# before each launch
+WATCHED: list[tuple] = []
 
 _SA_SIGINFO, _SA_RESETHAND = 0x4, 0x80000000
 _SI_ADDR = 16          # offset of si_addr in Linux's siginfo_t (64-bit)
@@ -37,10 +42,20 @@ _installed: list = []  # the callback and its struct, kept alive
 
 
 def describe(address: int, wrote: bool | None) -> str | None:
-    """The hint for a fault at ``address``, or None where it lies below no floored buffer."""
-    for low, high, name in WATCHED:
+    """The hint for a fault at ``address``, or None where it lies beside no fenced or
+    floored buffer."""
+    for low, high, name, *where in WATCHED:
         if low <= address < high:
             verb = "reads or writes" if wrote is None else "writes" if wrote else "reads"
+            if where == ["read-only"]:  # only a write faults there
+                return (f"the worker died with SIGSEGV: writes to {name}, which the original "
+                        "only reads (or just beside it), where its pages were mapped "
+                        "read-only, as a read-only array's or np.load(..., mmap_mode='r')'s "
+                        "are (it faulted there)")
+            if where:
+                return (f"the worker died with SIGSEGV: {verb} past the end of {name}: a "
+                        "buffer may end at a page end with nothing mapped above, as a slice "
+                        "of np.load(..., mmap_mode='r') can (it faulted there)")
             return (f"the worker died with SIGSEGV: {verb} before the start of {name}: a "
                     "buffer may begin at a page boundary, as np.memmap's does, with nothing "
                     "mapped below (it faulted there)")

@@ -78,21 +78,22 @@ PRODUCTION = "production_layout"
 # then NaN or Inf in every floating-point element (see buffers.poison_for).
 PROBE_SEEDS = (11, -12)
 
-# A crash only where buffers end against a read-only page, or start at a page boundary
+# A crash only where buffers end against an inaccessible page, or start at a page boundary
 # with nothing accessible below (see buffers.fenced_seed and buffers.floored_seed).
-FENCED_LAYOUT = ("each buffer ends just before a read-only page, or starts at a page boundary "
-                 "with nothing mapped below: a store past the end of a buffer faults there, "
-                 "even one that writes back the bytes it read, as it would beside a read-only "
-                 "mapping in production, and so does any access before its start, as on an "
-                 "np.memmap)")
+FENCED_LAYOUT = ("each buffer ends just before an inaccessible page (some exactly at the page "
+                 "end, their start then misaligned as a numpy slice such as a[1:] may be), or "
+                 "starts at a page boundary with nothing mapped below: a load or store past "
+                 "the end of a buffer faults there, even a store that writes back the bytes "
+                 "it read, as it would where nothing is mapped after an array in production "
+                 "(np.load(..., mmap_mode='r')[1:]), and so does any access before its start, "
+                 "as on an np.memmap)")
 FENCED_HINT = " (on the second run of cases the first run passed, where " + FENCED_LAYOUT
 
 
 def fenced_hint(cases: list[Case], host: bool) -> str:
     """FENCED_HINT, naming the inputs the baseline never writes where they were mapped
     read-only on that run too (host memory: see buffers.GuardedBuffer)."""
-    names = sorted({name for case in cases for slot in case.slots if not slot.written
-                    for name in slot.params})
+    names = _read_only_names(cases)
     if not host or not names:
         return FENCED_HINT
     them, their = ("them", "their") if len(names) > 1 else ("it", "its")
@@ -102,8 +103,36 @@ def fenced_hint(cases: list[Case], host: bool) -> str:
             + FENCED_LAYOUT)
 
 
-# Said of a crash on a run whose launches came from another thread (see threads).
-THREAD_HINT = f" (and {OTHER_THREAD}, not the worker's main thread)"
+# Said of a crash in a batch of runs some of whose launches came from another thread.
+SOME_THREAD_HINT = f" (and some of its launches {OTHER_THREAD}, not the worker's main thread)"
+
+
+def _crash_hint(attempt: int, cases: list[Case], host: bool, threaded: bool) -> str:
+    """What a crash on verification's attempt ``attempt`` is told of its runs' layout:
+    the second's (fenced_hint); on the first, the read-only inputs' pages, which every run
+    on host memory maps read-only; and whether launches came from another thread."""
+    thread = SOME_THREAD_HINT if threaded else ""
+    if attempt % 2:  # the same cases ran unfenced
+        return fenced_hint(cases, host) + thread
+    names = _read_only_names(cases) if host else []
+    if not names:
+        return thread
+    them, their = ("them", "their") if len(names) > 1 else ("it", "its")
+    return (f" (where {' and '.join(names)}, which the original only reads, lay in pages "
+            f"mapped read-only, so any write through {them} faults, however the kernel "
+            f"reached {their} address)" + thread)
+
+
+def _run_words(attempt: int, thread: bool) -> str:
+    """How a wrong output's reason names the run it came from."""
+    if attempt == 0:
+        return f"a run {OTHER_THREAD} of " if thread else ""
+    return f"a second run (other poison{', ' + OTHER_THREAD if thread else ''}) of "
+
+
+def _read_only_names(cases: list[Case]) -> list[str]:
+    return sorted({name for case in cases for slot in case.slots if not slot.written
+                   for name in slot.params})
 
 # Workloads timed per candidate at most: each costs its launch time every timing round.
 TIMED_WORKLOADS = 8
@@ -349,7 +378,7 @@ class Judge:
     def verify(self, run, cases: list[Case], attempts: int = 2, kind: str | None = None,
                what: str = "", smallest_first: bool = True) -> None:
         """Each case run ``attempts`` times, each with its own random poison and guards, the
-        second with every buffer ending against a read-only page (buffers.fenced_seed), or
+        second with every buffer ending against an inaccessible page (buffers.fenced_seed), or
         in about half the runs starting at a page boundary above an inaccessible page
         (buffers.floored_seed);
         every run must match the reference (a second run that does not is nondeterminism).
@@ -374,11 +403,14 @@ class Judge:
                 died.result.diagnostics[:1] = [f"{first[0]} (on {named})"]
                 raise
 
-    def off_main_thread(self, attempt: int) -> bool:
-        """Whether verification's attempt number ``attempt`` launches from a thread other
-        than the worker's main one: every second one, for a kernel that runs on the CPU
-        (a GPU backend's context belongs to the thread that made it)."""
-        return attempt % 2 == 1 and self.spec.backend == "cpu"
+    def off_main_thread(self) -> bool:
+        """Whether a verifying run launches from a thread other than the worker's main one:
+        drawn for each run, half of them, for a kernel that runs on the CPU (a GPU
+        backend's context belongs to the thread that made it). Drawn apart from the run's
+        layout: tied to the fenced attempt, "am I on the main thread" told a rewrite that
+        it was on an unfenced run, and "is a buffer at a page edge" that it was on the
+        only runs off the main thread."""
+        return self.spec.backend == "cpu" and bool(secrets.randbits(1))
 
     def verify_smallest(self, run, cases: list[Case] | None = None, kind: str | None = None,
                         what: str = "") -> None:
@@ -394,24 +426,23 @@ class Judge:
         if not cases:
             return
         for attempt in range(attempts):
-            # the second attempt's buffers end against a read-only page (buffers.fenced_seed)
-            # and, on the CPU, its launches are made from another thread (see threads)
-            thread = self.off_main_thread(attempt)
+            # the second attempt's buffers end against an inaccessible page (buffers.fenced_seed);
+            # on the CPU, about half of the runs of either are made from another thread
             plan = [(case, {n: secrets.randbits(62) for n in case.output_only},
-                     secrets.randbits(39) << 1 | attempt % 2) for case in cases]
+                     secrets.randbits(39) << 1 | attempt % 2, self.off_main_thread())
+                    for case in cases]
             try:
                 replies = run([(case, case.fills(seeds), guard, False, thread)
-                               for case, seeds, guard in plan])
+                               for case, seeds, guard, thread in plan])
             except WorkerDied as died:
-                if attempt % 2 and died.result.diagnostics:  # the same cases ran unfenced
-                    died.result.diagnostics[0] += fenced_hint(
-                        cases, self.spec.backend == "cpu") + (THREAD_HINT if thread else "")
+                if died.result.diagnostics:
+                    died.result.diagnostics[0] += _crash_hint(
+                        attempt, cases, self.spec.backend == "cpu",
+                        any(thread for *_, thread in plan))
                 raise
             named = kind or ("mismatch" if attempt == 0 else "nondeterministic")
-            prefix = what or ("" if attempt == 0 else
-                              f"a second run (other poison{', ' + OTHER_THREAD if thread else ''})"
-                              " of ")
-            for (case, seeds, guard), reply in zip(plan, replies, strict=True):
+            for (case, seeds, guard, thread), reply in zip(plan, replies, strict=True):
+                prefix = what or _run_words(attempt, thread)
                 self.check_run(case, reply, guard, seeds,
                                "stale_output" if case.after and not kind else named, prefix)
 

@@ -24,7 +24,14 @@ from ..model.launch import LaunchConfig
 from ..model.pipeline import Pipeline
 from ..model.signature import Signature, param_from_dict
 from . import fault_site, protocol
-from .buffers import GuardedBuffer, PlainBuffer, fenced_seed, floored_seed, plain_buffers
+from .buffers import (
+    GuardedBuffer,
+    PlainBuffer,
+    fenced_seed,
+    floored_seed,
+    flush_seed,
+    plain_buffers,
+)
 from .cases import Slot
 from .counters import Counters
 from .device_timing import DeviceTimed
@@ -61,7 +68,7 @@ class Runner:
         self.launch = (LaunchConfig.from_portable(spec.launch, f"kernel {spec.name!r}")
                        if spec.launch else None)
         self.variants: dict[str, object] = {}
-        # guarded buffers of odd seeds end against a read-only page where the kernel runs on
+        # guarded buffers of odd seeds end against an inaccessible page where the kernel runs on
         # host memory (see buffers.fenced_seed); a GPU copies its buffers, guards and all
         self.fenced = self.backend.name == "cpu"
         prefer_heap()  # a heap buffer of the production layout is one (see layout)
@@ -132,7 +139,9 @@ class Runner:
             fenced = self.fenced and fenced_seed(guard_seed)  # inputs mapped read-only too
             floored = fenced and floored_seed(guard_seed)
             buffers += [GuardedBuffer(slot.values, guard_seed + number, fenced,
-                                      read_only=not slot.written, floored=floored)
+                                      read_only=self.fenced and not slot.written,
+                                      floored=floored,
+                                      flush=flush_seed(guard_seed))
                         for number, slot in enumerate(case.slots)]
         by_param = {}
         for number, (slot, buffer) in enumerate(zip(case.slots, buffers, strict=True)):
@@ -141,10 +150,7 @@ class Runner:
                 by_param[name] = slot.view_of(buffer.array, name)
         args = [by_param[p.name] if p.is_pointer else case.scalars[p.name]
                 for p in self.signature.params]
-        fault_site.WATCHED[:] = [  # whose pages below fault: the handler names them
-            (*buffer.floor, _starting_in_first_page(slot))
-            for slot, buffer in zip(case.slots, buffers, strict=True)
-            if isinstance(buffer, GuardedBuffer) and buffer.floor]
+        fault_site.WATCHED[:] = _watched(case.slots, buffers)
         return args, buffers
 
     def _launch(self, variant: str, args: list):
@@ -387,6 +393,31 @@ def _plain(value: object) -> object:
     if isinstance(value, (int, np.integer)):
         return int(value)
     return float(value)
+
+
+def _watched(slots: list[Slot], buffers: list) -> list[tuple]:
+    """Whose pages below (floored), above (fenced) or over a read-only input fault: the
+    fault handler names them."""
+    watched: list[tuple] = []
+    for slot, buffer in zip(slots, buffers, strict=True):
+        if not isinstance(buffer, GuardedBuffer):
+            continue
+        if buffer.floor:
+            watched.append((*buffer.floor, _starting_in_first_page(slot)))
+        if buffer.ceiling:
+            watched.append((*buffer.ceiling, _ending_in_last_page(slot), "after"))
+        if buffer.read_only_pages:
+            watched.append((*buffer.read_only_pages, " and ".join(slot.params), "read-only"))
+    return watched
+
+
+def _ending_in_last_page(slot: Slot) -> str:
+    """The parameters of a fenced buffer that end in its last page: those a fault just
+    above it reached past."""
+    itemsize, size = slot.values.dtype.itemsize, slot.values.size
+    ends = {name: start + int(np.prod(shape)) for name, (start, shape) in slot.views.items()}
+    return " and ".join(name for name in slot.params
+                        if (size - ends.get(name, size)) * itemsize < PAGE)
 
 
 def _starting_in_first_page(slot: Slot) -> str:
