@@ -125,6 +125,10 @@ CASES = [
     Case("frame_address", S, _v(VIOLATION, "forbidden_intrinsic")),
     Case("return_address", S, _v(VIOLATION, "forbidden_intrinsic")),
     Case("call_counter", S, _v(VIOLATION, "mutable_state")),
+    # state shared by concurrent calls (a thread pool's), or kept per thread (which would
+    # tell a pool thread's thousandth call from a fresh thread's first): refused unread
+    Case("shared_static_scratch", S, _v(VIOLATION, "mutable_state")),
+    Case("thread_local_counter", S, _v(VIOLATION, "mutable_state")),
     Case("state_in_freed_chunk", S, _v(VIOLATION, "stateful_symbol")),
     Case("state_in_errno", S, _v(VIOLATION, "stateful_symbol")),
     Case("ignore_alarm", S, _v(VIOLATION, "forbidden_symbol")),
