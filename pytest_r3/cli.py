@@ -55,6 +55,10 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--recording", action="append", default=[], metavar="KEY",
                         help="replay only this recording (repeatable)")
     replay.add_argument("--json", action="store_true", help="print the result as JSON")
+    replay.add_argument("--probes", action="store_true",
+                        help="also time a variant that is faster on the slow-path probes "
+                        "(misaligned outputs, zero inputs, rows of one array), as a claim's "
+                        "confirmation does, and print each probe's verdict")
     options.add_to_argparse(replay, ["r3_dir", "r3_run_timeout"])
     build = commands.add_parser(
         "build", help="compile a declared kernel (or a variant) and show what it became",
@@ -160,7 +164,7 @@ def _replay(args: argparse.Namespace) -> int:
     from .model.pipeline import Pipeline
     from .record.store import RecordingStore
     from .replay import Candidate, ReplaySettings
-    from .replay.manual import replay
+    from .replay.manual import probe_verdicts, replay
 
     # first: collecting runs pytest, which resets the warnings shown once below
     tolerance = _declared_tolerance(args.kernel)
@@ -178,12 +182,15 @@ def _replay(args: argparse.Namespace) -> int:
         _source_text(args.source)  # a usage error here, not a worker's
     result = replay(args.kernel, candidate, r3_dir=args.r3_dir,
                     recordings=args.recording or None, source_file=args.source,
-                    settings=ReplaySettings(run_timeout=args.r3_run_timeout),
+                    settings=ReplaySettings(run_timeout=args.r3_run_timeout,
+                                            probes=args.probes),
                     tolerance=tolerance)
     if args.json:
         print(json.dumps(result.as_dict(), indent=2))
     else:
         print(f"{args.kernel}: {result.summary()}")
+        for line in probe_verdicts(result) if args.probes else ():
+            print(f"  {line}")
     return OK if result.ok else REJECTED
 
 

@@ -25,6 +25,8 @@ Base kernels (``tests/adversarial/_base_*.c``):
 - ``matmul``: ``c = a @ b`` for n x n doubles, recorded at n = 24 and n = 17 on normal
   random data (no zeros, no infinities).
 - ``grid``: ``out = in + 1`` on a rows x cols float32 grid, recorded at 24 x 40 and 3 x 3.
+- ``nonzero``: ``out = x != 0`` (int32 from float32), recorded at n = 1000 and n = 61 on
+  data with zeros and denormals: with denormals-are-zero set its own outputs change.
 
 Cases that pass every recorded input and fail only on inputs the judge derives name the
 derived inputs in their first line (``words``): that is the class of input they cheat on.
@@ -47,7 +49,7 @@ import pytest
 
 import pytest_r3 as r3
 from pytest_r3.record.store import RecordingStore, capture
-from pytest_r3.replay import Candidate, KernelSpec, ReplayServer, ReplaySettings
+from pytest_r3.replay import Candidate, KernelSpec, ReplayServer, ReplaySettings, fpmode
 from pytest_r3.replay.pool import ServerPool
 
 HERE = Path(__file__).parent / "adversarial"
@@ -108,7 +110,7 @@ def _v(status: str, *kinds: str | None) -> tuple:
 
 S, A, P = "scale_add", "axpy", "prefix_sum"
 AB, ST, SH, SM, MM = "axpby", "strided", "shift", "smooth", "matmul"
-G = "grid"
+G, NZ = "grid", "nonzero"
 VIOLATION, WRONG = "sandbox_violation", "wrong_output"
 CASES = [
     # layer 1 and 2: refused before anything runs
@@ -123,6 +125,10 @@ CASES = [
     Case("frame_address", S, _v(VIOLATION, "forbidden_intrinsic")),
     Case("return_address", S, _v(VIOLATION, "forbidden_intrinsic")),
     Case("call_counter", S, _v(VIOLATION, "mutable_state")),
+    # state shared by concurrent calls (a thread pool's), or kept per thread (which would
+    # tell a pool thread's thousandth call from a fresh thread's first): refused unread
+    Case("shared_static_scratch", S, _v(VIOLATION, "mutable_state")),
+    Case("thread_local_counter", S, _v(VIOLATION, "mutable_state")),
     Case("state_in_freed_chunk", S, _v(VIOLATION, "stateful_symbol")),
     Case("state_in_errno", S, _v(VIOLATION, "stateful_symbol")),
     Case("ignore_alarm", S, _v(VIOLATION, "forbidden_symbol")),
@@ -211,8 +217,17 @@ CASES = [
          words="production layout", contained=True),
     # telling the harness from production by the thread that calls: the judge launches
     # from the worker's main thread only, users from thread pools too
+    # (its second run disagrees; or, where its first ran with flush-to-zero set, its first
+    # run in the default mode does: a mismatch)
     Case("thread_stack_wrong", S, _v(WRONG, "nondeterministic", "mismatch"),
          words="called from another thread"),
+    # telling the harness from production by the caller's floating-point mode: flush-to-
+    # zero, as a library built with -ffast-math leaves a process
+    Case("flush_to_zero_skip", S, _v(WRONG, "mismatch", "nondeterministic"),
+         words="flush-to-zero"),
+    # exact in the default mode, not where the original counts a denormal as zero
+    Case("flush_to_zero_bit_test", NZ, _v(WRONG, "mismatch", "nondeterministic"),
+         words="flush-to-zero"),
     # inputs the recordings never hold, derived by the judge
     Case("zero_scalar_dropped", AB, _v(WRONG, "mismatch"), words=r"zero .*made nonzero"),
     Case("abs_scalar", S, _v(WRONG, "mismatch"), words=r"negated"),
@@ -370,8 +385,20 @@ def _grid_launches() -> list[tuple]:
              np.zeros((rows, cols), dtype=np.float32)) for rows, cols in ((24, 40), (3, 3))]
 
 
-LAUNCHES = {G: _grid_launches, S: _scale_add_launches, A: _axpy_launches, P: _prefix_sum_launches,
-            AB: _axpby_launches, ST: _strided_launches, SH: _shift_launches,
+def _nonzero_launches() -> list[tuple]:
+    rng = np.random.default_rng(29)
+    launches = []
+    for n in (1000, 61):
+        x = rng.standard_normal(n).astype(np.float32)
+        x[::5] = 0.0
+        x[3::7] = np.float32(1e-40) * np.sign(x[3::7])  # denormals
+        launches.append((n, x, np.zeros(n, dtype=np.int32)))
+    return launches
+
+
+LAUNCHES = {NZ: _nonzero_launches, G: _grid_launches, S: _scale_add_launches,
+            A: _axpy_launches, P: _prefix_sum_launches, AB: _axpby_launches,
+            ST: _strided_launches, SH: _shift_launches,
             SM: _smooth_launches, MM: _matmul_launches}
 
 
@@ -521,6 +548,8 @@ def test_hostile_candidate_gets_its_verdict(lab, case):
         assert re.search(CLASS_WORDS[verdict[1]], first, re.IGNORECASE), (
             f"the first diagnostic does not name the class {verdict[1]!r}: {first}")
         assert re.search(case.words, first), f"the first diagnostic does not say {case.words}"
+        if not case.file.startswith("flush_to_zero"):  # wrong in the default mode too
+            assert "flush-to-zero" not in first, first
     if case.file == "compile_error":
         line = next(number for number, text in enumerate(source.splitlines(), 1)
                     if "/* missing semicolon */" in text)
@@ -530,6 +559,24 @@ def test_hostile_candidate_gets_its_verdict(lab, case):
     if "@TARGET@" in (HERE / f"{case.file}.c").read_text():
         time.sleep(0.05)
         assert not lab.target(case).exists(), f"{case.id} wrote {lab.target(case)}"
+
+
+@pytest.mark.skipif(not fpmode.available(), reason="the floating-point mode is varied on "
+                    "x86-64 only")
+def test_a_correct_rewrite_verifies_where_flushing_changes_the_original(lab):
+    """nonzero's own outputs differ with denormals-are-zero set (a denormal reads as zero):
+    the runs in that mode are judged against the original's outputs in that mode, so a
+    correct rewrite is accepted, on every case (each is run once in each mode)."""
+    server = lab.server(NZ)
+    changed = [case.label for case in server.judge.verifying() if case.flushed is not None
+               and any(not np.array_equal(case.flushed[n], case.expected[n])
+                       for n in case.expected)]
+    assert any(label.startswith("recording") for label in changed), changed
+    for _ in range(3):  # the mode each case gets on which run is drawn anew each time
+        result = server.evaluate(Candidate(
+            source_text=lab.source(Case("correct_nonzero_unrolled", NZ, ())),
+            label="correct_nonzero_unrolled"))
+        assert result.status == "ok", result.summary()
 
 
 def test_a_rewrite_slow_only_on_real_arrays_is_timed_slow(lab):

@@ -293,6 +293,59 @@ def test_replay_without_any_usable_recording_exits_2(damaged):
     assert result.stderr.count("skipped recording") == 2  # each named once
 
 
+# -- pytest-r3 replay --probes ------------------------------------------------------------------
+# saxpy declared unoptimised (level 0), so a variant built at level 3 is a claim to probe
+SLOW_PACKAGE = PACKAGE.replace('name="cli_saxpy",', 'name="cli_slow", pipeline={"level": 0},')
+
+# exact, and slow (200 volatile passes over y) only where x is all zeros, as on the probe
+# that makes every read-only float input zero
+SLOW_ON_ZEROS_C = """\
+void saxpy(long n, float a, const float *x, float *y)
+{
+    for (long i = 0; i < n; ++i)
+        y[i] = a * x[i] + y[i];
+    if (n > 2 && x[n / 2] == 0.0f && x[n - 1] == 0.0f) {
+        volatile float *v = y;
+        for (int pass = 0; pass < 200; ++pass)
+            for (long i = 0; i < n; ++i)
+                v[i] = v[i];
+    }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def slow_project(tmp_path_factory) -> Path:
+    root = make_project(tmp_path_factory.mktemp("cli_probes"))
+    (root / "clipkg" / "__init__.py").write_text(SLOW_PACKAGE)
+    record(root)
+    return root
+
+
+def test_replay_probes_prints_each_probes_verdict(slow_project, tmp_path):
+    fast = run([*cli(), "replay", "cli_slow", "--pipeline", "level=3", "--probes"],
+               slow_project)
+    assert fast.returncode == 0, fast.stdout + fast.stderr
+    probes = [line.strip() for line in fast.stdout.splitlines()
+              if line.strip().startswith("slow-path probe ")]
+    assert any("x all zeros" in line for line in probes), fast.stdout
+    assert all(line.endswith(": not slower") for line in probes), fast.stdout
+    rewrite = tmp_path / "slow_on_zeros.c"
+    rewrite.write_text(SLOW_ON_ZEROS_C)
+    slow = run([*cli(), "replay", "cli_slow", "--source", str(rewrite), "--pipeline",
+                "level=3", "--probes"], slow_project)
+    assert slow.returncode == 0, slow.stdout + slow.stderr
+    zeros = [line for line in slow.stdout.splitlines() if "x all zeros" in line]
+    assert len(zeros) == 1 and "beyond the 15% margin: a claim would not be locked" in zeros[0], \
+        slow.stdout
+    # without --probes nothing is probed; a variant no faster is not probed either
+    assert "slow-path probe" not in run([*cli(), "replay", "cli_slow", "--pipeline",
+                                         "level=3"], slow_project).stdout
+    same = run([*cli(), "replay", "cli_slow", "--probes"], slow_project)
+    assert "slow-path probes: not timed (not faster than the original" in same.stdout, \
+        same.stdout + same.stderr
+
+
 # -- pytest-r3 build ----------------------------------------------------------------------------
 EXAMPLE = Path(__file__).resolve().parent.parent / "example_project"
 HAS_PTXAS = shutil.which("ptxas") is not None or Path("/usr/local/cuda/bin/ptxas").exists()

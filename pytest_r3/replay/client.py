@@ -277,12 +277,14 @@ class ReplayServer:
         """``run(requests)``: each ``(case, fills, guard_seed)`` run once, in one round trip;
         the replies ``(data, arrays)`` in order. A fourth item, true, runs on buffers laid
         out as in production instead of guarded ones; a fifth, true, launches from a thread
-        other than the worker's main one (see threads)."""
+        other than the worker's main one (see threads); a sixth, true, with flush-to-zero
+        and denormals-are-zero set (see fpmode)."""
         def run(requests: list[tuple]) -> list[tuple[dict, dict]]:
             _, data, arrays = self._ask("run", {"variant": variant, "runs": [
                 {"case": self._index[id(case)], "fills": fills, "guard_seed": seed,
                  "after": [self._index[id(before)] for before in case.after],
-                 "plain": bool(rest[:1] and rest[0]), "thread": bool(rest[1:2] and rest[1])}
+                 "plain": bool(rest[:1] and rest[0]), "thread": bool(rest[1:2] and rest[1]),
+                 "flush": bool(rest[2:3] and rest[2])}
                 for case, fills, seed, *rest in requests]}, timeout)
             returned = data.get("returned")
             if not isinstance(returned, list) or len(returned) != len(requests):

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..record.store import Recording
 from . import cases as planning
-from . import derived, layout
+from . import derived, fpmode, layout
 from .buffers import check_guards, check_plain, poison_for, split_plain, split_storage
 from .process import WorkerDied
 from .protocol import WRONG_OUTPUT, KernelSpec, Rejected, ReplaySettings
@@ -58,6 +58,8 @@ class Case:
                                      # baseline writes nothing
     alone: str = ""                  # verified in a batch of its own, with the others of
                                      # this name (a crash names them)
+    flushed: dict[int, np.ndarray] | None = None  # the outputs with flush-to-zero set, where
+    flushed_returned: object = None               # learnt (see fpmode)
 
     @property
     def nbytes(self) -> int:
@@ -123,13 +125,6 @@ def _crash_hint(attempt: int, cases: list[Case], host: bool, threaded: bool) -> 
             f"reached {their} address)" + thread)
 
 
-def _run_words(attempt: int, thread: bool) -> str:
-    """How a wrong output's reason names the run it came from."""
-    if attempt == 0:
-        return f"a run {OTHER_THREAD} of " if thread else ""
-    return f"a second run (other poison{', ' + OTHER_THREAD if thread else ''}) of "
-
-
 def _read_only_names(cases: list[Case]) -> list[str]:
     return sorted({name for case in cases for slot in case.slots if not slot.written
                    for name in slot.params})
@@ -149,6 +144,8 @@ class Judge:
         names = tuple(p["name"] for p in spec.params)
         self.tolerances = parse_tolerances(spec.tolerance, names, f"kernel {spec.name!r}")
         self.cases: list[Case] = []
+        # verification varies the caller's floating-point mode (a CPU kernel on x86-64)
+        self.flush = spec.backend == "cpu" and fpmode.available()
 
     # -- planning and the reference -------------------------------------------------------
     def plan(self, recordings: list[Recording]) -> list[Case]:
@@ -255,7 +252,9 @@ class Judge:
         # runs in two round trips, not one each (a round trip costs more than most runs):
         # the two plain runs, then, once they hold up, the poisoned ones; on even guard
         # seeds, whose buffers are not fenced (see buffers)
-        reply, second = run_batch([(case, {}, 2), (case, {}, 4)])
+        flush = self.flush and output_only and not case.after and case.origin != "workload"
+        reply, second, *flushed = run_batch([(case, {}, 2), (case, {}, 4)] + (
+            [(case, {}, 2, False, False, True)] if flush else []))
         first = self._outputs(case, reply, 2)
         again = self._outputs(case, second, 4)
         for number in first:
@@ -305,9 +304,22 @@ class Judge:
                 case.written_mask[number] = None if kept.all() else kept
         case.expected = first
         case.returned = reply[0].get("returned")
+        if flushed:
+            self._learn_flushed(case, flushed[0])
         in_out = [n for n, s in enumerate(case.slots) if s.written and n not in case.output_only]
         case.weak = bool(in_out) and not case.after and not case.output_only and all(
             _same_bits(case.expected[n], case.slots[n].values) for n in in_out)
+
+    def _learn_flushed(self, case: Case, reply) -> None:
+        """The baseline's outputs on ``case`` with flush-to-zero and denormals-are-zero set
+        (``reply``, a run unfenced on guard seed 2): what a candidate launched in that mode
+        must give. Where denormals occur they differ from the default mode's; elsewhere the
+        default mode's arrays are shared, not copied."""
+        flushed = self._outputs(case, reply, 2)
+        case.flushed = {number: case.expected[number]
+                        if _same_bits(values, case.expected[number]) else values
+                        for number, values in flushed.items()}
+        case.flushed_returned = reply[0].get("returned")
 
     def _outputs(self, case: Case, reply, guard_seed: int) -> dict[int, np.ndarray]:
         """Check a baseline run's guards and return its written buffers."""
@@ -330,10 +342,12 @@ class Judge:
     # -- judging a candidate ----------------------------------------------------------------
     def check_run(self, case: Case, reply, guard_seed: int, seeds: dict[int, int] | None,
                   kind: str = "mismatch", what: str = "",
-                  check_return: bool = True, plain: bool = False) -> None:
+                  check_return: bool = True, plain: bool = False,
+                  flushed: bool = False) -> None:
         """Raise Rejected unless one candidate run on ``case`` matches the reference.
         ``seeds``: the poison of the buffers the kernel only writes (None: they held their
-        recorded values). ``plain``: the run was on buffers laid out as in production."""
+        recorded values). ``plain``: the run was on buffers laid out as in production.
+        ``flushed``: it ran with flush-to-zero set, so the reference is the one learnt so."""
         data, arrays = reply
         label = f"{what}{case.label}"
         for number, slot in enumerate(case.slots):
@@ -355,7 +369,7 @@ class Judge:
                                    f"modified the read-only input '{slot.name}' on {label}",
                                    buffer=slot.name)
                 continue
-            expected = self._expected(case, number, seeds)
+            expected = self._expected(case, number, seeds, flushed)
             problem = compare(slot.name, expected, actual, self._tolerance(slot))
             if problem:
                 hint = (" (the buffer was pre-filled with random poison: the candidate must "
@@ -366,11 +380,12 @@ class Judge:
                 raise Rejected(WRONG_OUTPUT, kind, f"{label}: {problem}{hint}",
                                buffer=slot.name)
         returned = data.get("returned")
-        if check_return and case.returned is not None:
+        reference = case.flushed_returned if flushed else case.returned
+        if check_return and reference is not None:
             if not isinstance(returned, (int, float)) or isinstance(returned, bool):
                 raise Rejected("crash", "protocol", f"the worker returned {returned!r} as the "
                                f"return value on {label}")
-            problem = compare("return value", np.asarray(case.returned), np.asarray(returned),
+            problem = compare("return value", np.asarray(reference), np.asarray(returned),
                               Tolerance())
             if problem:
                 raise Rejected(WRONG_OUTPUT, kind, f"{label}: {problem}", buffer="return")
@@ -425,26 +440,57 @@ class Judge:
                         what: str) -> None:
         if not cases:
             return
+        flushing = self.flushed_attempts(cases, attempts)
         for attempt in range(attempts):
             # the second attempt's buffers end against an inaccessible page (buffers.fenced_seed);
             # on the CPU, about half of the runs of either are made from another thread
             plan = [(case, {n: secrets.randbits(62) for n in case.output_only},
-                     secrets.randbits(39) << 1 | attempt % 2, self.off_main_thread())
+                     secrets.randbits(39) << 1 | attempt % 2, self.off_main_thread(),
+                     flushing[id(case)] == attempt)
                     for case in cases]
             try:
-                replies = run([(case, case.fills(seeds), guard, False, thread)
-                               for case, seeds, guard, thread in plan])
+                replies = run([(case, case.fills(seeds), guard, False, thread, flush)
+                               for case, seeds, guard, thread, flush in plan])
             except WorkerDied as died:
                 if died.result.diagnostics:
                     died.result.diagnostics[0] += _crash_hint(
                         attempt, cases, self.spec.backend == "cpu",
-                        any(thread for *_, thread in plan))
+                        any(thread for *_, thread, _flush in plan))
                 raise
-            named = kind or ("mismatch" if attempt == 0 else "nondeterministic")
-            for (case, seeds, guard, thread), reply in zip(plan, replies, strict=True):
-                prefix = what or _run_words(attempt, thread)
-                self.check_run(case, reply, guard, seeds,
-                               "stale_output" if case.after and not kind else named, prefix)
+            for (case, seeds, guard, thread, flush), reply in zip(plan, replies, strict=True):
+                # a second run disagrees (nondeterminism); but a case's first run in the
+                # default mode, after one with flush-to-zero set, is a plain mismatch
+                named = kind or ("mismatch" if attempt == 0 or flushing[id(case)] == 0
+                                 else "nondeterministic")
+                named_here = "stale_output" if case.after and not kind else named
+                try:
+                    self.check_run(case, reply, guard, seeds, named_here,
+                                   what or _run_words(attempt, thread, flush), flushed=flush)
+                except Rejected:
+                    if flush:
+                        self._check_unflushed(run, case, attempt, thread, named_here, what)
+                    raise
+
+    def _check_unflushed(self, run, case: Case, attempt: int, thread: bool, kind: str,
+                         what: str) -> None:
+        """``case``, which a candidate failed with flush-to-zero set, run once more in the
+        default mode: raise Rejected if it fails there too, so that a candidate wrong in
+        every mode is not said to be wrong because of the mode; else return, and the
+        failure in that mode stands."""
+        seeds = {n: secrets.randbits(62) for n in case.output_only}
+        guard = secrets.randbits(39) << 1 | attempt % 2
+        reply, = run([(case, case.fills(seeds), guard, False, thread, False)])
+        self.check_run(case, reply, guard, seeds, kind, what or _run_words(attempt, thread, False))
+
+    def flushed_attempts(self, cases: list[Case], attempts: int) -> dict[int, int]:
+        """Which attempt of each case (by ``id``) launches with flush-to-zero and
+        denormals-are-zero set (-1: none): one of the first two, drawn per case, so every
+        case is judged once in each mode and the modes meet both threads (a kernel wrong
+        only under flush-to-zero on the main thread, as a -ffast-math library leaves a
+        process, or only on another thread in the default mode, is still seen); none where
+        a case is run once, or its reference in that mode was not learnt (see fpmode)."""
+        return {id(case): secrets.randbits(1) if attempts > 1 and case.flushed is not None
+                else -1 for case in cases}
 
     def verify_production(self, run, calls: int) -> None:
         """``calls`` launches in a row on buffers laid out as numpy lays out the user's
@@ -486,9 +532,11 @@ class Judge:
                                f"the timed launches did not work on the recorded values of "
                                f"{case.label}: {problem}", buffer=slot.name)
 
-    def _expected(self, case: Case, number: int, seeds: dict[int, int] | None) -> np.ndarray:
-        """The reference, with this run's poison where the baseline writes nothing."""
-        expected = case.expected[number]
+    def _expected(self, case: Case, number: int, seeds: dict[int, int] | None,
+                  flushed: bool = False) -> np.ndarray:
+        """The reference (the one learnt with flush-to-zero set, for a run in that mode),
+        with this run's poison where the baseline writes nothing."""
+        expected = (case.flushed if flushed else case.expected)[number]
         mask = case.written_mask.get(number)
         if number not in case.output_only or mask is None or seeds is None:
             return expected
@@ -541,6 +589,17 @@ class Judge:
                       for origin in ("recorded", "fresh", "derived", "reserve", "kept",
                                      "workload")},
         }
+
+
+def _run_words(attempt: int, thread: bool, flush: bool) -> str:
+    """How a reason names verification's run number ``attempt`` (see Judge.verify)."""
+    mode = f"{fpmode.FLUSH_TO_ZERO} (as a library built with -ffast-math sets them)"
+    if attempt == 0:
+        if thread:
+            return f"a run {OTHER_THREAD}{' with ' + mode if flush else ''} of "
+        return f"a run with {mode} on " if flush else ""
+    how = ", ".join(["other poison"] + [OTHER_THREAD] * thread + [mode] * flush)
+    return f"a second run ({how}) of "
 
 
 def _kept_output_steps(case: Case, rng: np.random.Generator) -> list[Case]:

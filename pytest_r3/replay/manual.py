@@ -9,6 +9,7 @@ from pathlib import Path
 from ..errors import R3Error
 from ..record.store import RecordingStore
 from .client import ReplayServer
+from .probes import PROBE_MARGIN
 from .protocol import Candidate, KernelSpec, ReplaySettings, Result
 
 SPEC_FILE = "kernel.json"
@@ -60,3 +61,28 @@ def replay(
                               candidate.label or str(source_file))
     with ReplayServer(spec, store.root, keys, settings) as server:
         return server.evaluate(candidate)
+
+
+def probe_verdicts(result: Result) -> list[str]:
+    """One line per slow-path probe ``result`` was timed on (``ReplaySettings.probes``), each
+    with its verdict as a claim's confirmation reads it (slower beyond ``PROBE_MARGIN``:
+    no noise band is learnt here, and a claim's band is at least that), or one line saying
+    why none was timed: probes are timed only where the variant is faster, as when tuning."""
+    if not result.probes:
+        if not result.ok or result.timing is None:
+            return [f"slow-path probes: not timed (the variant is {result.status})"]
+        low = result.timing.interval[0]
+        if low <= 1.0:
+            return [f"slow-path probes: not timed (not faster than the original: the 95% "
+                    f"interval starts at {low:.2f}x; only a faster variant is probed, as a "
+                    "claim's confirmation does)"]
+        return ["slow-path probes: none (the baseline could not run any, or no buffer "
+                "could be probed)"]
+    lines = []
+    for probe in result.probes:
+        low, high = probe.timing.interval
+        verdict = (f"slower than the original beyond the {PROBE_MARGIN:.0%} margin: a claim "
+                   "would not be locked") if probe.slower(PROBE_MARGIN) else "not slower"
+        lines.append(f"slow-path probe {probe.label}: {probe.timing.speedup:.2f}x (95% "
+                     f"interval {low:.2f}-{high:.2f}): {verdict}")
+    return lines

@@ -23,7 +23,7 @@ from ..errors import KernelFault, LaunchError, R3Error
 from ..model.launch import LaunchConfig
 from ..model.pipeline import Pipeline
 from ..model.signature import Signature, param_from_dict
-from . import fault_site, protocol
+from . import fault_site, fpmode, protocol
 from .buffers import (
     GuardedBuffer,
     PlainBuffer,
@@ -190,17 +190,23 @@ class Runner:
 
     # -- requests -----------------------------------------------------------------------------
     def run(self, variant: str, case_index: int, fills: dict, guard_seed: int,
-            after: list[int] = (), plain: bool = False, thread: bool = False):
+            after: list[int] = (), plain: bool = False, thread: bool = False,
+            flush: bool = False):
         """One launch on fresh guarded buffers (``plain``: laid out as in production); every
         buffer comes back whole. With
         ``after``, those cases run first on the same buffers, each launch refilling only the
         read-only inputs, so what the written buffers hold is kept from launch to launch.
         ``thread``: the launches are made from a fresh thread, not the main one (see
-        threads)."""
+        threads). ``flush``: with flush-to-zero and denormals-are-zero set on the launching
+        thread (see fpmode)."""
         chain = [self.cases[index] for index in (*after, case_index)]
         args, buffers = self._arguments(chain[0], fills, guard_seed, plain)
-        returned = on_fresh_thread(self._chain, variant, chain, args, buffers) if thread \
-            else self._chain(variant, chain, args, buffers)
+
+        def launches() -> object:
+            with fpmode.flushing(flush):
+                return self._chain(variant, chain, args, buffers)
+
+        returned = on_fresh_thread(launches) if thread else launches()
         fault_site.WATCHED.clear()
         for buffer in buffers:  # a floored buffer's guard below comes back too
             if isinstance(buffer, GuardedBuffer):

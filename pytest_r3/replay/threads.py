@@ -8,6 +8,9 @@ judge that only ever calls it from its main thread. So a share of the judged lau
 made on a fresh thread (see judge.Judge.verify and client's thread probe), and whatever
 runs there runs exactly as on the main thread: the same code, buffers and limits.
 
+A fresh thread starts in its creator's floating-point mode (MXCSR), the main thread's
+default one (see fpmode); a run with flush-to-zero sets it on the launching thread itself.
+
 The worker's run limit is a process-wide ITIMER_REAL whose SIGALRM kills the process
 (worker.py), so it holds whichever thread launches; a fault ends the process either way.
 """

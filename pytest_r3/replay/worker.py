@@ -59,6 +59,7 @@ class Worker:
         with trusted_build(write=False, folder=data.get("compile_cache")):
             self.runner.build("baseline", data["ir"], data.get("pipeline", spec.pipeline),
                               data.get("tunables", spec.default_macros))
+        _default_fp_mode("after loading the backend")
         loaded: dict = {"compile_cache_hits": compile_cache.hits()}
         if self.runner.device_facts is not None:
             loaded["device"] = self.runner.device_facts
@@ -70,6 +71,7 @@ class Worker:
 
     def on_seal(self, data: dict, arrays: dict) -> None:
         self.runner.warm_up()
+        _default_fp_mode("before sealing")
         self.contained = containment.seal(self.contained, allow_ioctl=bool(data.get("ioctl")))
         self.send("sealed", {"containment": self.contained.describe()})
 
@@ -86,7 +88,8 @@ class Worker:
                                               int(run["guard_seed"]),
                                               [int(c) for c in run.get("after", ())],
                                               bool(run.get("plain", False)),
-                                              bool(run.get("thread", False)))
+                                              bool(run.get("thread", False)),
+                                              bool(run.get("flush", False)))
             returned.append(reply["returned"])
             buffers.update({f"{index}.{number}": s for number, s in storages.items()})
         self.send("outputs", {"returned": returned}, buffers)
@@ -216,6 +219,17 @@ def main(argv: list[str]) -> None:
             fault_site.install(lambda hint: worker.send("rejected", {
                 "status": protocol.CRASH, "kind": "signal", "message": hint}))
         worker.serve()
+
+
+def _default_fp_mode(when: str) -> None:
+    """Launch in the default floating-point mode on the main thread (fresh threads inherit
+    it): a library the worker loaded may have set flush-to-zero (see fpmode)."""
+    from . import fpmode
+
+    if fpmode.reset():
+        print(f"pytest-r3 replay worker {os.getpid()}: flush-to-zero or denormals-are-zero "
+              f"was set {when} (a library built with -ffast-math?); cleared",
+              file=sys.stderr, flush=True)
 
 
 def _die_with_parent() -> None:
