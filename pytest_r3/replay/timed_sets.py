@@ -13,10 +13,9 @@ values (see judge.check_timed).
 Each set changes every floating-point buffer the kernel reads (read-only inputs and
 buffers updated in place) in two ways that keep the work the same:
 
-- a power of two, 1/2, 1 or 2, drawn per set and per buffer, multiplies every element:
-  exact (mantissas, signs, zeros, order and ratios are kept), unless it would turn a
-  finite value infinite or a normal value subnormal, in which case that buffer is not
-  scaled in that set;
+- a power of two, 1/2, 1 or 2, drawn per set and per buffer, multiplies its normal
+  elements: exact (mantissas, signs, order and ratios are kept), unless it would turn
+  one of them infinite or subnormal, in which case that buffer is not scaled in that set;
 - the lowest mantissa bit of a random half of its normal elements is flipped: a change of
   one unit in the last place, which makes every set distinct (a kept result never
   matches) and moves no value across a threshold a kernel could test, short of one
@@ -66,10 +65,11 @@ def _varied(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         tiny = np.finfo(values.dtype).tiny
         normal = finite & (np.abs(values) >= tiny)
         exponent = int(rng.choice(SCALES))
-        varied = values * values.dtype.type(2.0 ** exponent)
-        if not (np.array_equal(np.isfinite(varied), finite)
-                and np.array_equal(finite & (np.abs(varied) >= tiny), normal)):
-            varied = values.copy()
+        scaled = values * values.dtype.type(2.0 ** exponent)
+        # normal values only (halving a subnormal one would round), and only where every
+        # one stays finite and normal
+        stays = np.isfinite(scaled) & (np.abs(scaled) >= tiny)
+        varied = np.where(normal, scaled, values) if stays[normal].all() else values.copy()
     unsigned = {2: np.uint16, 4: np.uint32, 8: np.uint64}.get(values.dtype.itemsize)
     if unsigned is not None:
         flip = normal & (rng.random(values.shape) < 0.5)
