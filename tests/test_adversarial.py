@@ -641,6 +641,50 @@ def test_a_rewrite_slow_only_on_heap_arrays_made_last_to_first_is_not_confirmed(
             slow.summary()
 
 
+@pytest.mark.parametrize("name", ["stack_result_cache", "already_computed_skip"])
+def test_a_result_kept_for_repeated_inputs_is_no_speedup(lab, name):
+    """Exact everywhere, and fast only when a launch repeats the previous one's inputs: a
+    product kept in stack memory far below the frame, keyed on a hash of a and b
+    (stack_result_cache), or an O(n^2) test that c already holds a @ b
+    (already_computed_skip). Timed launches get input values the candidate cannot
+    predict, on outputs that do not hold their answer, so neither is timed faster."""
+    result = lab.server(MM).evaluate(Candidate(source_text=lab.source(Case(name, MM, ())),
+                                               label=name))
+    lab.worker_pids.add(lab.server(MM).pid)
+    assert result.status in ("ok", "too_busy", WRONG), result.summary()
+    if result.status == "ok":
+        assert result.speedup < 1.25, result.summary()
+
+
+def test_a_correct_faster_matmul_is_still_timed_faster(lab):
+    """The base's product in naive i-j-k order against a vectorised i-k-j rewrite: timed on
+    the new input sets, the rewrite is still ok and faster."""
+    naive = ("void matmul(int n, const double *a, const double *b, double *c)\n{\n"
+             "    for (int i = 0; i < n; ++i)\n        for (int j = 0; j < n; ++j) {\n"
+             "            double s = 0.0;\n"
+             "#pragma clang loop vectorize(disable) interleave(disable) unroll(disable)\n"
+             "            for (int k = 0; k < n; ++k)\n"
+             "                s += a[i * n + k] * b[k * n + j];\n"
+             "            c[i * n + j] = s;\n        }\n}\n")
+    folder = lab.root / "matmul_naive"
+    folder.mkdir()
+    (folder / "matmul.c").write_text(naive)
+    kernel = r3.kernel(folder / "matmul.c", entry="matmul", name="adversarial_matmul_naive")
+    store = RecordingStore(folder / "recordings")
+    launcher = kernel.build()
+    recordings = [capture(kernel, args, lambda a=args: launcher(*a), f"t.py::launch_{n}")[1]
+                  for n, args in enumerate(LAUNCHES[MM]())]
+    keys = store.save(kernel.name, recordings, cap_bytes=1 << 26)["kept"]
+    with ReplayServer(KernelSpec.from_kernel(kernel), store.root, keys, FAST,
+                      address_space=ADDRESS_SPACE, request_timeout=REQUEST_TIMEOUT) as server:
+        result = server.evaluate(Candidate(source_text=(HERE / "_base_matmul.c").read_text(),
+                                           label="i-k-j"))
+        lab.worker_pids.add(server.pid)
+    assert result.status in ("ok", "too_busy"), result.summary()
+    if result.status == "ok":
+        assert result.speedup > 1.3, result.summary()
+
+
 # -- containment of the worker's own output and time -----------------------------------
 
 

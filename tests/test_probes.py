@@ -301,17 +301,19 @@ def matmul_pool(tmp_path_factory):
 
 def test_a_faster_tiling_is_still_locked(matmul_pool):
     """The example project's matmul with cache tiles: faster on every probe too (four on
-    doubles: a 4-byte misalignment is not a whole element). A compiler setting of the
-    original's source cannot tell its calling thread: no thread probe is timed for it."""
+    doubles: a 4-byte misalignment is not a whole element; and a and b as one array). A
+    compiler setting of the original's source cannot tell its calling thread: no thread
+    probe is timed for it."""
     claim = confirm(matmul_pool, Candidate(macros={"TILE_I": 32, "TILE_J": 32,
                                                    "TILE_K": 64}), BAND)
     assert claim.holds, (claim.result.summary(), [p.describe() for p in claim.result.probes])
-    assert len(claim.result.probes) == 4, [p.label for p in claim.result.probes]
+    assert len(claim.result.probes) == 5, [p.label for p in claim.result.probes]
+    assert [p.label for p in claim.result.probes][4] == "a and b as one array"
     assert THREAD_PROBE not in [p.label for p in claim.result.probes]
     # a probe's question (slower by the margin?) is answered by its first round here, with
     # no warm-up round (a cold first round would only have kept it going)
     assert [(p.timing.stopped, p.timing.rounds, p.timing.warmup_rounds)
-            for p in claim.result.probes] == [("clear", 1, 0)] * 4
+            for p in claim.result.probes] == [("clear", 1, 0)] * 5
 
 
 # attempt U: a vectorised i-k-j product when called from the main thread (whose stack lies
@@ -354,6 +356,41 @@ def test_a_rewrite_slow_only_off_the_main_thread_is_not_locked(matmul_pool):
     assert "called from another thread" in claim.why_not(2.0)
 
 
+# attempt O: a vectorised i-k-j product, and column by column, not vectorised, when a and b
+# are one array (a square, as the example project's application takes): the same sums in
+# the same order either way
+SLOW_WHEN_SQUARING = """\
+void matmul(int n, const double *a, const double *b, double *c)
+{
+    for (long i = 0; i < (long)n * n; ++i)
+        c[i] = 0.0;
+    if (a == b && n >= 16) {
+        for (int j = 0; j < n; ++j)
+            for (int k = 0; k < n; ++k) {
+                double bkj = b[k * n + j];
+#pragma clang loop vectorize(disable) interleave(disable) unroll(disable)
+                for (int i = 0; i < n; ++i)
+                    c[i * n + j] += a[i * n + k] * bkj;
+            }
+        return;
+    }
+    for (int i = 0; i < n; ++i)
+        for (int k = 0; k < n; ++k) {
+            double aik = a[i * n + k];
+            for (int j = 0; j < n; ++j)
+                c[i * n + j] += aik * b[k * n + j];
+        }
+}
+"""
+
+
+def test_a_rewrite_slow_only_when_squaring_is_not_locked(matmul_pool):
+    """Exact, faster than the original on distinct a and b, slower when both are one array
+    (``matmul(n, a, a, c)``): the probe that passes one array as both refuses the claim."""
+    claim = confirm(matmul_pool, Candidate(source_text=SLOW_WHEN_SQUARING), BAND)
+    _not_locked_on(claim, {"a and b as one array"})
+
+
 # -- planning and the wire, without a worker ---------------------------------------------
 
 
@@ -377,6 +414,11 @@ def test_probes_of_float_and_double_buffers():
     rows = probes["x and y as consecutive rows of one array (y right after x)"].slots[1]
     assert rows.params == ["x", "y"] and rows.written
     assert rows.views == {"x": (0, (8,)), "y": (8, (8,))}
+    square = [Slot(["a"], False, np.arange(9.0).reshape(3, 3)),
+              Slot(["b"], False, np.ones((3, 3))), Slot(["c"], True, np.ones((3, 3)))]
+    one = {p.label: p for p in plan({"n": 3}, square)}["a and b as one array"]
+    assert [(s.params, s.written) for s in one.slots] == [(["a", "b"], False), (["c"], True)]
+    assert np.array_equal(one.slots[0].values, square[0].values)
     doubles = [Slot(["a"], False, np.ones((3, 3))), Slot(["c"], True, np.ones((3, 3)))]
     labels = [p.label for p in plan({"n": 3}, doubles)]
     assert "c misaligned by 4 bytes" not in labels  # not a whole number of elements

@@ -583,8 +583,10 @@ class ReplayServer:
         host_timed = get_backend(self.spec.backend).cpu_clock != "none"
         for position, case in enumerate(timed):
             if host_timed:
-                self.judge.check_timed(case, {n: arrays.get(f"{position}.{n}.timed")
-                                              for n in in_place(case)})
+                written = [n for n, slot in enumerate(case.slots) if slot.written]
+                self.judge.check_timed(
+                    case, {n: arrays.get(f"{position}.{n}.timed") for n in written},
+                    {n: arrays.get(f"{position}.{n}.timed_base") for n in written})
             for parity in (0, 1):
                 storages = {str(n): arrays.get(f"{position}.{n}.{parity}")
                             for n in range(len(case.slots))}

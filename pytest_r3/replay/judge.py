@@ -516,21 +516,35 @@ class Judge:
                            f"{drawn}), launch {index + 1} of {len(plan)} in a row, on ",
                            plain=True)
 
-    def check_timed(self, case: Case, arrays: dict[int, np.ndarray | None]) -> None:
-        """Raise Rejected unless the buffers a timed launch updated in place hold what one
-        launch on the recorded values gives: timing worked on the recorded data, not on
-        values that earlier launches grew (to Inf or NaN where the recording had none)."""
+    def check_timed(self, case: Case, arrays: dict[int, np.ndarray | None],
+                    baseline: dict[int, np.ndarray | None]) -> None:
+        """Raise Rejected unless the buffers the candidate wrote on a set of timed input
+        values (drawn for that timing, see timed_sets) hold what the baseline writes on
+        the same values: a result kept from an earlier launch, or left in the output and
+        taken as already computed, is wrong there. Outputs that are NaN or infinite where
+        the baseline's are finite say the timed launches worked on values that grew (to
+        Inf or NaN), not on values of the recorded kind."""
         for number, actual in arrays.items():
             slot = case.slots[number]
-            if actual is None or actual.shape != slot.values.shape \
-                    or actual.dtype != slot.values.dtype:
-                raise Rejected("crash", "protocol", f"the worker returned no timed buffer "
-                               f"'{slot.name}' for {case.label}")
-            problem = compare(slot.name, case.expected[number], actual, self._tolerance(slot))
-            if problem:
+            reference = baseline.get(number)
+            for got in (actual, reference):
+                if got is None or got.shape != slot.values.shape \
+                        or got.dtype != slot.values.dtype:
+                    raise Rejected("crash", "protocol", f"the worker returned no timed "
+                                   f"buffer '{slot.name}' for {case.label}")
+            problem = compare(slot.name, reference, actual, self._tolerance(slot))
+            if not problem:
+                continue
+            if slot.values.dtype.kind in "fc" and \
+                    (np.isfinite(reference) & ~np.isfinite(actual)).any():
                 raise Rejected(WRONG_OUTPUT, "timed_data",
                                f"the timed launches did not work on the recorded values of "
                                f"{case.label}: {problem}", buffer=slot.name)
+            raise Rejected(WRONG_OUTPUT, "timed_output",
+                           f"a timed launch (buffers laid out as numpy allocates them: the "
+                           f"production layout; input values drawn anew for timing) of "
+                           f"{case.label} left other outputs than the original's on the same "
+                           f"values: {problem}", buffer=slot.name)
 
     def _expected(self, case: Case, number: int, seeds: dict[int, int] | None,
                   flushed: bool = False) -> np.ndarray:

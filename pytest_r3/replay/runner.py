@@ -23,7 +23,7 @@ from ..errors import KernelFault, LaunchError, R3Error
 from ..model.launch import LaunchConfig
 from ..model.pipeline import Pipeline
 from ..model.signature import Signature, param_from_dict
-from . import fault_site, fpmode, protocol
+from . import fault_site, fpmode, protocol, timed_sets
 from .buffers import (
     GuardedBuffer,
     PlainBuffer,
@@ -42,14 +42,31 @@ from .sampling import Arguments
 from .threads import on_fresh_thread
 from .timing import interleaved_speedup
 
-ROTATION = 4  # prepared copies of a timed case whose kernel updates its buffers in place
-ROTATION_BYTES = 64 << 20  # at most this much in such copies per case and set
+ROTATION_BYTES = 64 << 20  # at most this much in a timed case's value sets, per layout
 
 
 @dataclass
 class WorkerCase:
     scalars: dict
     slots: list[Slot]
+
+
+@dataclass
+class TimedCase:
+    """One timed case's buffers on one layout: the launch arguments of its value sets (see
+    timed_sets), and the first set's arguments, buffers and values, which are checked."""
+
+    arguments: Arguments
+    buffers: list
+    args: list
+    values: list[np.ndarray]
+    written: list[int]
+
+
+def _with_values(case: WorkerCase, values: list[np.ndarray]) -> WorkerCase:
+    """``case`` holding ``values`` (in slot order) instead of its recorded ones."""
+    return WorkerCase(case.scalars, [replace(slot, values=array)
+                                     for slot, array in zip(case.slots, values, strict=True)])
 
 
 def signature_of(spec: KernelSpec) -> Signature:
@@ -225,34 +242,40 @@ class Runner:
         return returned
 
     def _timed(self, case: WorkerCase, guard_seed: int, which: int, index: int,
-               restore: list[int] | None):
-        """Launch arguments for timing ``case``: where it writes buffers it also reads
-        (``restore``; every written one when not said), several copies whose buffers are
-        put back to the recorded values before each use, outside the timed region (see
-        sampling.Arguments); the first copy's buffers come back too. Buffers are laid out as
-        numpy lays out the user's arrays: a candidate timed on buffers it can tell apart from
-        production's could be fast only when timed; set ``which`` 0 is laid out as a short
-        script's fresh large arrays, 1 as a long-lived process's, in the order the settings'
-        ``timed_heap_order`` says (see layout.timed_seed)."""
+               restore: list[int] | None) -> TimedCase:
+        """Launch arguments for timing ``case``: several copies, each holding one of the
+        value sets the timing draws (see timed_sets; ``restore``: the written buffers the
+        kernel also reads, every written one when not said), used in turn by every launch
+        of every sample, their written buffers put back to their set's values before each
+        use, outside the timed region (see sampling.Arguments). Buffers are laid out as
+        numpy lays out the user's arrays: a candidate timed on buffers it can tell apart
+        from production's could be fast only when timed; set ``which`` 0 is laid out as a
+        short script's fresh large arrays, 1 as a long-lived process's, in the order the
+        settings' ``timed_heap_order`` says (see layout.timed_seed)."""
         order = self.settings.timed_heap_order
-        args, buffers = self._arguments(
-            case, {}, timed_seed(guard_seed, which, index, heap_order=order), plain=True)
-        restore = [n for n, slot in enumerate(case.slots) if slot.written] if restore is None \
-            else [n for n in restore if 0 <= n < len(case.slots) and case.slots[n].written]
-        if not restore:
-            return Arguments([args]), buffers
-        size = sum(case.slots[n].values.nbytes for n in restore)
-        count = max(1, min(ROTATION, ROTATION_BYTES // max(size, 1)))
-        copies = [(args, buffers)] + [
-            self._arguments(case, {}, timed_seed(guard_seed, which, index, k, order),
-                            plain=True)
-            for k in range(1, count)]
+        written = [n for n, slot in enumerate(case.slots) if slot.written]
+        in_place = written if restore is None else \
+            [n for n in restore if 0 <= n < len(case.slots) and case.slots[n].written]
+        read = {n for n, slot in enumerate(case.slots) if not slot.written} | set(in_place)
+        size = sum(slot.values.nbytes for slot in case.slots)
+        count = max(2, min(timed_sets.SETS, ROTATION_BYTES // max(size, 1)))
+        drawn = timed_sets.draw([slot.values for slot in case.slots], read,
+                                timed_sets.seed(guard_seed, index), count)
+        made = [self._arguments(_with_values(case, values), {},
+                                timed_seed(guard_seed, which, index, k, heap_order=order),
+                                plain=True)
+                for k, values in enumerate(drawn)]
+        ring = [args for args, _ in made]
+        turn = [0]  # the set the next launch takes
 
         def put_back(used: int) -> None:
-            for _, copy in copies[:used]:
-                for number in restore:
-                    np.copyto(copy[number].array, case.slots[number].values)
-        return Arguments([a for a, _ in copies], put_back), buffers
+            start = turn[0]
+            ring[:] = [made[(start + k) % count][0] for k in range(count)]
+            for k in range(start, start + min(used, count)):
+                for number in written:
+                    np.copyto(made[k % count][1][number].array, drawn[k % count][number])
+            turn[0] = (start + used) % count
+        return TimedCase(Arguments(ring, put_back), made[0][1], made[0][0], drawn[0], written)
 
     def time(self, variant: str, case_indices: list[int], guard_seed: int,
              checks: list[dict], weights: list[float] | None = None,
@@ -293,7 +316,7 @@ class Runner:
                 interleaved_speedup,
                 _Counted(self.backend, self.beat), self.variants[reference],
                 self.variants[variant],
-                [args for args, _ in sets["base"]], [args for args, _ in sets["cand"]],
+                [t.arguments for t in sets["base"]], [t.arguments for t in sets["cand"]],
                 settings, weights, race_against,
                 [self._repeats.get((reference, index)) for index in case_indices],
                 # a winner against the best so far is timed again against the baseline: it
@@ -313,16 +336,13 @@ class Runner:
         # the set of buffers the candidate ran on last
         last_set = list(sets.values())[timing.last_set]
         arrays = {}
-        for position, (arguments, buffers) in enumerate(last_set):
-            # what the last timed launch on the first copy left: one launch's outputs on
-            # the recorded values, which the judge checks (data that drifted shows here)
-            for number in (range(len(buffers)) if restore is None else restore[position]):
-                if 0 <= int(number) < len(buffers):
-                    arrays[f"{position}.{number}.timed"] = buffers[int(number)].array.copy()
-            args = arguments.copies[0]
+        for position, timed in enumerate(last_set):
+            case = self.cases[case_indices[position]]
+            self._check_timed_values(variant, timed, case, guard_seed, case_indices[position],
+                                     arrays, position)
+            buffers, args = timed.buffers, timed.args
             # as many launches in a row on these buffers as one timed sample made, each on
             # refilled buffers; the last two come back
-            case = self.cases[case_indices[position]]
             launches = max(2, timing.repeats[position])
             for launch in range(launches):
                 for number, (buffer, slot) in enumerate(zip(buffers, case.slots, strict=True)):
@@ -333,6 +353,25 @@ class Runner:
                         arrays[f"{position}.{number}.{launch % 2}"] = buffer.storage.copy()
         arrays["set"] = np.array([0 if last_set is sets["base"] else 1], dtype=np.int64)
         return reply, arrays
+
+    def _check_timed_values(self, variant: str, timed: TimedCase, case: WorkerCase,
+                            guard_seed: int, index: int, arrays: dict, position: int) -> None:
+        """One more launch of ``variant`` on the buffers of the first timed value set, its
+        written buffers put back (``position.number.timed``), and the baseline's launch on
+        the same values in fresh buffers (``position.number.timed_base``): the judge
+        compares them (see judge.check_timed), so a result kept from an earlier launch, or
+        read from data the timed launches changed, shows as a wrong output."""
+        for number in timed.written:
+            np.copyto(timed.buffers[number].array, timed.values[number])
+        self._launch(variant, timed.args)
+        fresh_args, fresh = self._arguments(
+            _with_values(case, timed.values), {},
+            timed_seed(guard_seed, 0, index, timed_sets.SETS,
+                       heap_order=self.settings.timed_heap_order), plain=True)
+        self._launch("baseline", fresh_args)
+        for number in timed.written:
+            arrays[f"{position}.{number}.timed"] = timed.buffers[number].array.copy()
+            arrays[f"{position}.{number}.timed_base"] = fresh[number].array.copy()
 
     def call(self, layout: dict, arrays: dict[str, np.ndarray], repeats: int = 1):
         """One launch of the loaded variant on the caller's values (an oracle test's call,
