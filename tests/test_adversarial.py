@@ -677,8 +677,14 @@ def test_a_correct_faster_matmul_is_still_timed_faster(lab):
     keys = store.save(kernel.name, recordings, cap_bytes=1 << 26)["kept"]
     with ReplayServer(KernelSpec.from_kernel(kernel), store.root, keys, FAST,
                       address_space=ADDRESS_SPACE, request_timeout=REQUEST_TIMEOUT) as server:
-        result = server.evaluate(Candidate(source_text=(HERE / "_base_matmul.c").read_text(),
-                                           label="i-k-j"))
+        # the base's i-k-j product, clearing only the n x n it computes (at a negative n the
+        # naive original writes nothing, and neither may the rewrite)
+        ikj = (HERE / "_base_matmul.c").read_text().replace(
+            "for (int i = 0; i < n * n; ++i)\n        c[i] = 0.0;",
+            "for (int i = 0; i < n; ++i)\n        for (int j = 0; j < n; ++j)\n"
+            "            c[i * n + j] = 0.0;")
+        assert "n * n" not in ikj
+        result = server.evaluate(Candidate(source_text=ikj, label="i-k-j"))
         lab.worker_pids.add(server.pid)
     assert result.status in ("ok", "too_busy"), result.summary()
     if result.status == "ok":
