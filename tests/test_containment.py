@@ -390,3 +390,27 @@ def test_a_warning_after_seal_is_printed_without_killing_the_worker(probe):
     assert "ALIVE" in result.stdout
     assert "RuntimeWarning: a drift" in result.stderr
     assert "Mean of empty slice" in result.stderr
+
+
+def test_a_thread_that_frees_scratch_memory_after_seal_is_not_killed(probe):
+    """A thread's malloc heap shrinking for the first time makes glibc read a /proc file:
+    once sealed, a launch on a fresh thread that freed its scratch memory was killed as a
+    sandbox violation, a correct rewrite rejected by chance."""
+    require(probe, "seccomp")
+    result = run_child("""
+        import ctypes, threading
+        libc = ctypes.CDLL(None)
+        libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+        libc.free.argtypes = [ctypes.c_void_p]
+        def scratch():
+            chunks = [libc.malloc(64 << 10) for _ in range(64)]
+            for chunk in reversed(chunks):
+                libc.free(chunk)
+        for _ in range(3):
+            thread = threading.Thread(target=scratch)
+            thread.start()
+            thread.join()
+        print("FREED", flush=True)
+    """)
+    assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
+    assert "FREED" in result.stdout

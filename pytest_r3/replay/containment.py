@@ -29,6 +29,7 @@ import os
 import signal
 import struct
 import sys
+import threading
 import warnings
 from dataclasses import dataclass, field
 
@@ -331,6 +332,27 @@ def _warnings_without_source() -> None:
     warnings.showwarning = show
 
 
+def _settle_allocator() -> None:
+    """glibc's malloc reads /proc/sys/vm/overcommit_memory the first time a thread's heap
+    (any arena but the main one) shrinks, and caches the answer. Sealed, that open ends the
+    process: a launch on a fresh thread that allocates and frees scratch memory (a correct
+    rewrite's packed tile, numpy's temporaries) was killed as a sandbox violation, by chance.
+    A thread's heap is grown and shrunk once here, before the filter, so the answer is read
+    now; the allocator then behaves as in any process."""
+    malloc, free = _libc.malloc, _libc.free
+    malloc.restype, malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+    free.restype, free.argtypes = None, [ctypes.c_void_p]
+
+    def grow_and_shrink() -> None:
+        chunks = [malloc(64 << 10) for _ in range(64)]  # below the mmap threshold: heap
+        for chunk in reversed(chunks):
+            free(chunk)
+
+    thread = threading.Thread(target=grow_and_shrink, name="r3-settle")
+    thread.start()
+    thread.join()
+
+
 def seal(report: Containment | None = None, *, allow_ioctl: bool = False,
          default: int = KILL) -> Containment:
     """Install the seccomp allowlist on every thread of this process; irreversible.
@@ -349,6 +371,7 @@ def seal(report: Containment | None = None, *, allow_ioctl: bool = False,
         report.degraded.append(f"seccomp: no syscall table for {sys.platform} {machine}")
         return report
     _warnings_without_source()
+    _settle_allocator()
     program = build_filter(machine, os.getpid(), allow_ioctl, default)
     threads = _threads()  # now: /proc cannot be listed once sealed
     raw = b"".join(struct.pack("<HBBI", *instruction) for instruction in program)
