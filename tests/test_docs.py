@@ -138,3 +138,46 @@ def test_every_flag_variable_file_and_link_the_docs_name_exists(pytester):
             elif anchor and linked.suffix == ".md" and anchor not in _anchors(linked.read_text()):
                 wrong.append(f"{where}: link to {target}#{anchor}")
     assert not wrong, "\n".join(sorted(wrong))
+
+
+BACKEND_USE = """
+import sys
+import numpy as np
+import pytest_r3 as r3
+from pytest_r3.backends import plugin_manager
+import r3_fastmath
+
+plugin_manager().register(r3_fastmath)  # what the entry point does once installed
+DOT = '''
+double dot(long n, const double *x, const double *y) {
+    double s = 0.0;
+    for (long i = 0; i < n; ++i) s += x[i] * y[i];
+    return s;
+}
+'''
+fast = r3.kernel(DOT, entry="dot", backend="cpu-fastmath", name="fast_dot")
+plain = r3.kernel(DOT, entry="dot", name="plain_dot")
+x = np.arange(1000.0)
+assert abs(fast(1000, x, x) - float(x @ x)) < 1e-6 * float(x @ x)
+print(fast.backend.target_name())
+print("FAST", "fadd fast <" in fast.build().optimised_ir)
+print("PLAIN", "fadd fast" in plain.build().optimised_ir)
+"""
+
+
+def test_the_backend_example_of_how_it_works_runs(tmp_path):
+    """docs/how-it-works.md's third-party backend, copied from the page, declares and runs a
+    kernel, and its code comes out with fast-math vector additions where the CPU backend's
+    does not (a subprocess: registering a backend lasts for the process)."""
+    import subprocess
+    import sys
+
+    text = (DOCS / "how-it-works.md").read_text()
+    module = text.split("```python\n# r3_fastmath.py\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "r3_fastmath.py").write_text(module)
+    result = subprocess.run([sys.executable, "-c", BACKEND_USE], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    target, fast, plain = result.stdout.splitlines()[-3:]
+    assert target.endswith("-fastmath")
+    assert (fast, plain) == ("FAST True", "PLAIN False")
