@@ -13,11 +13,25 @@ from pytest_r3 import settings
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 
-def help_flags(pytester) -> dict[str, str]:
+def pytest_help(pytester) -> str:
+    return pytester.runpytest("--help").stdout.str()
+
+
+def help_flags(pytester, output: str | None = None) -> dict[str, str]:
     """``--r3-*`` flags in ``pytest --help``, each with its metavar ("" for a switch)."""
-    output = pytester.runpytest("--help").stdout.str()
+    output = output or pytest_help(pytester)
     group = output.split("pytest-r3 kernel autotuning:", 1)[1].split("\n\n", 1)[0]
     return dict(re.findall(r"^  (--r3-[a-z0-9-]+)(?:=(\S+))?", group, re.M))
+
+
+def help_ini_keys(output: str) -> set[str]:
+    """The ``r3_*`` ini keys in ``pytest --help``'s list of configuration options."""
+    section = output.split("[pytest] configuration options", 1)[1]
+    return set(re.findall(r"^  (r3_[a-z0-9_]+) \(", section, re.M))
+
+
+def ini_key(flag: str) -> str:
+    return flag[2:].replace("-", "_")
 
 
 def table(name: str) -> dict[str, list[str]]:
@@ -54,10 +68,29 @@ def test_api_md_documents_every_option_as_pytest_help_does(pytester):
     for flag, metavar in flags.items():
         first, default = documented[flag][0], documented[flag][1]
         assert first == (f"={metavar.replace('|', chr(92) + '|')}" if metavar else ""), flag
-        option = settings.OPTIONS[flag[2:].replace("-", "_")]
+        option = settings.OPTIONS[ini_key(flag)]
         expected = shown_default(option)
         assert default.strip("`") == expected or (expected == "none" and default == "all"), (
             f"{flag}: docs/api.md says {default}, the default is {expected}")
+
+
+def test_every_option_is_an_ini_key_of_the_same_name(pytester):
+    """api.md: "every option is a command-line flag and an ini key of the same name with
+    underscores"; pytest's own help lists them both ways."""
+    output = pytest_help(pytester)
+    assert help_ini_keys(output) == {ini_key(flag) for flag in help_flags(pytester, output)}
+
+
+# what a guide's default cell may say for an option whose default is empty
+SAYS_NONE = ("none", "all", "openai default")
+
+
+def guide_default(cell: str) -> str:
+    """A guide's default cell as the value it names: "64 (MiB)" -> "64", "(none)" -> "none"."""
+    cell = cell.strip().strip("`")
+    if cell.startswith("("):
+        return cell.strip("()")
+    return cell if cell in SAYS_NONE else cell.split(" (", 1)[0].strip("`")
 
 
 @pytest.mark.parametrize("page, which", [
@@ -65,10 +98,23 @@ def test_api_md_documents_every_option_as_pytest_help_does(pytester):
     ("llm.md", lambda flag: flag.startswith("--r3-llm-")),
 ])
 def test_the_guides_tables_list_their_options(pytester, page, which):
-    flags = {flag for flag in help_flags(pytester) if which(flag)}
-    assert set(table(page)) == flags, (
-        f"docs/{page}: missing {sorted(flags - set(table(page)))}, unknown "
-        f"{sorted(set(table(page)) - flags)}")
+    """tuning.md and llm.md each have a table of their options: every one of them, with its
+    ini key where the row names one, and its default."""
+    output = pytest_help(pytester)
+    flags = {flag for flag in help_flags(pytester, output) if which(flag)}
+    rows = table(page)
+    assert set(rows) == flags, (
+        f"docs/{page}: missing {sorted(flags - set(rows))}, unknown {sorted(set(rows) - flags)}")
+    ini_keys = help_ini_keys(output)
+    for line in (DOCS / page).read_text().splitlines():
+        flag = re.match(r"^\| `(--r3-[a-z0-9-]+)", line)
+        for named in re.findall(r"`(r3_[a-z0-9_]+)`", line) if flag else ():
+            assert named == ini_key(flag.group(1)) and named in ini_keys, (page, line)
+    for flag in flags:
+        cells = [cell for cell in rows[flag][1:] if not re.fullmatch(r"`r3_[a-z0-9_]+`", cell)]
+        expected, shown = shown_default(settings.OPTIONS[ini_key(flag)]), guide_default(cells[0])
+        assert shown == expected or (expected == "none" and shown in SAYS_NONE), (
+            f"docs/{page}: {flag} defaults to {expected}, the table says {cells[0]}")
 
 
 def test_the_getting_started_listing_is_what_r3_list_prints(pytester):
@@ -181,3 +227,32 @@ def test_the_backend_example_of_how_it_works_runs(tmp_path):
     target, fast, plain = result.stdout.splitlines()[-3:]
     assert target.endswith("-fastmath")
     assert (fast, plain) == ("FAST True", "PLAIN False")
+
+
+def _options(synopsis: str) -> dict[str, str]:
+    """``[--flag METAVAR]`` pairs of a usage line or a documented synopsis (no help)."""
+    return {flag: metavar for flag, metavar in re.findall(
+        r"\[(--[a-z0-9-]+)(?: ([A-Z][A-Z_=]*))?\]", synopsis) if flag != "--help"}
+
+
+def test_api_md_documents_every_pytest_r3_command_as_its_help_does():
+    """The table of the `pytest-r3` command in docs/api.md has a row per subcommand of
+    ``pytest-r3 --help``, and each row's synopsis names that subcommand's options with
+    their values, no more and no fewer."""
+    import subprocess
+
+    def run(*args: str) -> str:
+        result = subprocess.run(["pytest-r3", *args, "--help"], capture_output=True, text=True,
+                                timeout=60)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    commands = re.search(r"\{([a-z,]+)\}", run()).group(1).split(",")
+    text = (DOCS / "api.md").read_text().split("### The `pytest-r3` command", 1)[1]
+    rows = dict(re.findall(r"^\| `pytest-r3 ([a-z]+)([^`]*)` \|", text, re.M))
+    assert set(rows) == set(commands), (
+        f"missing from docs/api.md: {sorted(set(commands) - set(rows))}; "
+        f"documented but unknown: {sorted(set(rows) - set(commands))}")
+    for command in commands:
+        usage = " ".join(run(command).split("\n\n", 1)[0].split())
+        assert _options(rows[command]) == _options(usage), (command, rows[command], usage)
