@@ -160,17 +160,23 @@ def _anchors(text: str) -> set[str]:
 
 
 def test_every_flag_variable_file_and_link_the_docs_name_exists(pytester):
-    """What a reader copies from the docs (a flag, an environment variable, a file of this
-    repository, a link to another page's section) is there: renamed or removed names are
-    caught here rather than by the reader."""
+    """What a reader copies from the docs (a flag, an environment variable, a pip extra, a
+    file of this repository, a link to another page's section) is there: renamed or removed
+    names are caught here rather than by the reader."""
     flags = set(help_flags(pytester))
     package = DOCS.parent / "pytest_r3"
     read = set(re.findall(r"PYTEST_R3_[A-Z0-9_]+", "\n".join(
         path.read_text() for path in package.rglob("*.py"))))
+    pyproject = (DOCS.parent / "pyproject.toml").read_text()
+    extras = set(re.findall(r"^([a-z0-9-]+) = \[", pyproject.split(
+        "[project.optional-dependencies]", 1)[1].split("\n[", 1)[0], re.M))
     wrong = []
     for page in PAGES:
         text = page.read_text()
         where = page.relative_to(DOCS.parent)
+        wrong += [f"{where}: pip extra {extra}" for extra in set(re.findall(
+            r"(?:pytest-r3|\.)\[([a-z0-9,-]+)\]", text)) for extra in extra.split(",")
+            if extra not in extras]
         wrong += [f"{where}: flag {flag}" for flag in set(re.findall(r"--r3-[a-z0-9-]+", text))
                   if flag not in flags]
         wrong += [f"{where}: variable {name}" for name in
