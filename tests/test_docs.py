@@ -262,3 +262,31 @@ def test_api_md_documents_every_pytest_r3_command_as_its_help_does():
     for command in commands:
         usage = " ".join(run(command).split("\n\n", 1)[0].split())
         assert _options(rows[command]) == _options(usage), (command, rows[command], usage)
+
+
+def test_tuning_md_gives_the_pipeline_values_the_search_explores():
+    """The search-space table of docs/tuning.md names, for each pipeline setting, the values
+    search/parametrization.py offers the optimizer."""
+    from pytest_r3.model.pipeline import CODEGEN_CHOICES, PIPELINE_CHOICES
+    from pytest_r3.search.parametrization import SearchSpace
+
+    text = (DOCS / "tuning.md").read_text().split("## The search space", 1)[1].split("\n## ")[0]
+    rows = {}
+    for names, values in re.findall(r"^\| ((?:`\w+`(?:, )?)+) \| ([^|]+) \|", text, re.M):
+        for name in re.findall(r"`(\w+)`", names):
+            rows[name] = values.strip()
+    assert set(rows) == set(PIPELINE_CHOICES) | set(CODEGEN_CHOICES) | {
+        "passes_before", "passes_after"}
+    for name, values in {**PIPELINE_CHOICES, **CODEGEN_CHOICES}.items():
+        shown = rows[name]
+        if set(values) == {True, False}:
+            assert shown in ("on/off", "off/on"), (name, shown)
+        elif name == "level":
+            assert shown == f"{min(values)}-{max(values)}" and values == tuple(
+                range(min(values), max(values) + 1)), shown
+        else:
+            numbers = [int(n) for n in re.findall(r"\d+", shown)]
+            assert numbers == [v for v in values if v is not None], (name, shown)
+            assert ("default" in shown) == (None in values), (name, shown)
+    slots = SearchSpace.__dataclass_fields__["pass_slots"].default
+    assert rows["passes_before"] == f"up to {slots} passes each"
