@@ -290,3 +290,37 @@ def test_tuning_md_gives_the_pipeline_values_the_search_explores():
             assert ("default" in shown) == (None in values), (name, shown)
     slots = SearchSpace.__dataclass_fields__["pass_slots"].default
     assert rows["passes_before"] == f"up to {slots} passes each"
+
+
+def _shape(text: str) -> str:
+    """Text with its figures masked and its wrapping undone: what stays from run to run."""
+    return " ".join(re.sub(r"\d+(?:\.\d+)?", "N", text).split())
+
+
+def test_the_ci_md_check_table_is_what_a_failing_check_prints(tmp_path):
+    """docs/ci.md shows the table of a `--r3-check --r3-check-threshold median:5%` that
+    fails on a workload: the same project (tests/test_workloads.py's, its lock naming the
+    strided loop order) prints that table today, figures aside."""
+    from test_workloads import (
+        BENCHMARK_TEST_PY,
+        INI,
+        KERNEL_C,
+        MODULE_PY,
+        ORACLE_TEST_PY,
+        lock_order,
+        run,
+    )
+
+    (tmp_path / "wl_scale.c").write_text(KERNEL_C)
+    (tmp_path / "wlmod.py").write_text(MODULE_PY.replace("[0, 1]", "[1, 0]"))
+    (tmp_path / "test_oracle.py").write_text(ORACLE_TEST_PY)
+    (tmp_path / "test_bench.py").write_text(BENCHMARK_TEST_PY)
+    (tmp_path / "pytest.ini").write_text(INI)
+    lock_order(tmp_path, 0)  # the baseline is the row order: the locked variant is slower
+    result = run(tmp_path, "--r3-check", "--r3-check-threshold", "median:5%")
+    assert result.returncode == 1, result.stdout + result.stderr
+    printed = result.stdout.split("\nkernel ", 1)[1].split("\nreports: ", 1)[0]
+    text = (DOCS / "ci.md").read_text()
+    sample = text.split("and on each workload:\n\n```\n", 1)[1]
+    shown = sample.split("```", 1)[0].split("kernel ", 1)[1]
+    assert _shape(shown) == _shape(printed), printed
