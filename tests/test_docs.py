@@ -324,3 +324,13 @@ def test_the_ci_md_check_table_is_what_a_failing_check_prints(tmp_path):
     sample = text.split("and on each workload:\n\n```\n", 1)[1]
     shown = sample.split("```", 1)[0].split("kernel ", 1)[1]
     assert _shape(shown) == _shape(printed), printed
+
+
+def test_api_md_gives_the_markers_as_pytest_markers_does(pytester):
+    """Each `@pytest.mark.r3_*` of docs/api.md, with its signature, is what the plugin
+    registers (``pytest --markers``), and none is left out."""
+    registered = re.findall(r"^@pytest\.mark\.(r3_\w+\([^)]*\)):",
+                            pytester.runpytest("--markers").stdout.str(), re.M)
+    documented = re.findall(r"^`@pytest\.mark\.(r3_\w+\([^)]*\))`$",
+                            (DOCS / "api.md").read_text(), re.M)
+    assert sorted(documented) == sorted(registered) and registered
