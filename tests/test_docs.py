@@ -1,5 +1,8 @@
-"""The documented option tables say what ``pytest --help`` says: every flag, its value's
-name and its default."""
+"""The docs say what the code does: the option tables what ``pytest --help`` says (every
+flag, its ini key, its value's name and its default), the command table what
+``pytest-r3 --help`` says, the markers what ``pytest --markers`` says; the output samples
+are what their commands print today, the examples run, and every name a reader copies
+exists."""
 
 from __future__ import annotations
 
