@@ -164,8 +164,8 @@ def _anchors(text: str) -> set[str]:
 
 def test_every_flag_variable_file_and_link_the_docs_name_exists(pytester):
     """What a reader copies from the docs (a flag, an environment variable, a pip extra, a
-    file of this repository, a link to another page's section) is there: renamed or removed
-    names are caught here rather than by the reader."""
+    file of this repository, a script's option, a link to another page's section) is there:
+    renamed or removed names are caught here rather than by the reader."""
     flags = set(help_flags(pytester))
     package = DOCS.parent / "pytest_r3"
     read = set(re.findall(r"PYTEST_R3_[A-Z0-9_]+", "\n".join(
@@ -186,6 +186,11 @@ def test_every_flag_variable_file_and_link_the_docs_name_exists(pytester):
                   set(re.findall(r"PYTEST_R3_[A-Z0-9_]+", text)) if name not in read]
         wrong += [f"{where}: file {path}" for path in set(REPOSITORY_PATH.findall(text))
                   if not (DOCS.parent / path).exists()]
+        for script, rest in set(re.findall(r"python3? ((?:benchmarks|scripts)/\w+\.py)"
+                                           r"((?: [^\n`]*)?)", text)):
+            known = (DOCS.parent / script).read_text() if (DOCS.parent / script).exists() else ""
+            wrong += [f"{where}: {script} {flag}" for flag in set(re.findall(
+                r"(?<![\w-])(--[a-z][a-z0-9-]*)", rest)) if f'"{flag}"' not in known]
         for target, anchor in re.findall(r"\]\(([^)#\s:]*)(?:#([^)\s]+))?\)", text):
             linked = page.parent / target if target else page
             if not linked.exists():
