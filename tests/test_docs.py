@@ -120,22 +120,28 @@ def test_the_guides_tables_list_their_options(pytester, page, which):
             f"docs/{page}: {flag} defaults to {expected}, the table says {cells[0]}")
 
 
+def example_project(folder: Path) -> Path:
+    """A copy of example_project/ in ``folder``, without state from earlier runs."""
+    import shutil
+
+    project = folder / "example_project"
+    shutil.copytree(DOCS.parent / "example_project", project,
+                    ignore=shutil.ignore_patterns(".r3", "__pycache__", "r3.lock"))
+    return project
+
+
 def test_the_getting_started_listing_is_what_r3_list_prints(pytester):
     """docs/getting-started.md shows `pytest --r3-list` of example_project: the kernels it
     names, in order, with their headers and the lines it shows of each, are what the
     command prints today."""
-    import shutil
     import subprocess
     import sys
 
     from conftest import environment_without_pytest
 
-    repo = Path(__file__).resolve().parent.parent
-    text = (repo / "docs" / "getting-started.md").read_text()
+    text = (DOCS / "getting-started.md").read_text()
     sample = text.split("$ cd example_project && pytest --r3-list\n", 1)[1].split("```", 1)[0]
-    project = pytester.path / "example_project"
-    shutil.copytree(repo / "example_project", project,
-                    ignore=shutil.ignore_patterns(".r3", "__pycache__", "r3.lock"))
+    project = example_project(pytester.path)
     result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
                              "--r3-list"], cwd=project, capture_output=True, text=True,
                             env=environment_without_pytest(), timeout=600)
@@ -342,3 +348,23 @@ def test_api_md_gives_the_markers_as_pytest_markers_does(pytester):
     documented = re.findall(r"^`@pytest\.mark\.(r3_\w+\([^)]*\))`$",
                             (DOCS / "api.md").read_text(), re.M)
     assert sorted(documented) == sorted(registered) and registered
+
+
+def test_the_hip_md_build_sample_is_what_pytest_r3_build_prints(tmp_path):
+    """docs/hip.md shows `pytest-r3 build row_sums --target gfx942` of example_project: its
+    paths and figures come from the compiler alone (no GPU, no ROCm), so the command prints
+    that text today, line for line."""
+    import shutil
+    import subprocess
+
+    from conftest import environment_without_pytest
+
+    if shutil.which("hipcc"):
+        pytest.skip("hipcc is installed: the build compares its figures, the sample does not")
+    text = (DOCS / "hip.md").read_text().split("pytest-r3 build row_sums --target gfx942", 1)[1]
+    sample = text.split("```\n", 2)[2].split("```", 1)[0]
+    result = subprocess.run(["pytest-r3", "build", "row_sums", "--target", "gfx942"],
+                            cwd=example_project(tmp_path), capture_output=True, text=True,
+                            env=environment_without_pytest(), timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout == sample
