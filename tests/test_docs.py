@@ -7,11 +7,18 @@ exists."""
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import test_workloads as workloads
+from conftest import environment_without_pytest
 
 from pytest_r3 import settings
+from pytest_r3.model.pipeline import CODEGEN_CHOICES, PIPELINE_CHOICES
+from pytest_r3.search.parametrization import SearchSpace
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -122,8 +129,6 @@ def test_the_guides_tables_list_their_options(pytester, page, which):
 
 def example_project(folder: Path) -> Path:
     """A copy of example_project/ in ``folder``, without state from earlier runs."""
-    import shutil
-
     project = folder / "example_project"
     shutil.copytree(DOCS.parent / "example_project", project,
                     ignore=shutil.ignore_patterns(".r3", "__pycache__", "r3.lock"))
@@ -134,11 +139,6 @@ def test_the_getting_started_listing_is_what_r3_list_prints(pytester):
     """docs/getting-started.md shows `pytest --r3-list` of example_project: the kernels it
     names, in order, with their headers and the lines it shows of each, are what the
     command prints today."""
-    import subprocess
-    import sys
-
-    from conftest import environment_without_pytest
-
     text = (DOCS / "getting-started.md").read_text()
     sample = text.split("$ cd example_project && pytest --r3-list\n", 1)[1].split("```", 1)[0]
     project = example_project(pytester.path)
@@ -235,9 +235,6 @@ def test_the_backend_example_of_how_it_works_runs(tmp_path):
     """docs/how-it-works.md's third-party backend, copied from the page, declares and runs a
     kernel, and its code comes out with fast-math vector additions where the CPU backend's
     does not (a subprocess: registering a backend lasts for the process)."""
-    import subprocess
-    import sys
-
     text = (DOCS / "how-it-works.md").read_text()
     module = text.split("```python\n# r3_fastmath.py\n", 1)[1].split("```", 1)[0]
     (tmp_path / "r3_fastmath.py").write_text(module)
@@ -259,8 +256,6 @@ def test_api_md_documents_every_pytest_r3_command_as_its_help_does():
     """The table of the `pytest-r3` command in docs/api.md has a row per subcommand of
     ``pytest-r3 --help``, and each row's synopsis names that subcommand's options with
     their values, no more and no fewer."""
-    import subprocess
-
     def run(*args: str) -> str:
         result = subprocess.run(["pytest-r3", *args, "--help"], capture_output=True, text=True,
                                 timeout=60)
@@ -281,9 +276,6 @@ def test_api_md_documents_every_pytest_r3_command_as_its_help_does():
 def test_tuning_md_gives_the_pipeline_values_the_search_explores():
     """The search-space table of docs/tuning.md names, for each pipeline setting, the values
     search/parametrization.py offers the optimizer."""
-    from pytest_r3.model.pipeline import CODEGEN_CHOICES, PIPELINE_CHOICES
-    from pytest_r3.search.parametrization import SearchSpace
-
     text = (DOCS / "tuning.md").read_text().split("## The search space", 1)[1].split("\n## ")[0]
     rows = {}
     for names, values in re.findall(r"^\| ((?:`\w+`(?:, )?)+) \| ([^|]+) \|", text, re.M):
@@ -315,23 +307,13 @@ def test_the_ci_md_check_table_is_what_a_failing_check_prints(tmp_path):
     """docs/ci.md shows the table of a `--r3-check --r3-check-threshold median:5%` that
     fails on a workload: the same project (tests/test_workloads.py's, its lock naming the
     strided loop order) prints that table today, figures aside."""
-    from test_workloads import (
-        BENCHMARK_TEST_PY,
-        INI,
-        KERNEL_C,
-        MODULE_PY,
-        ORACLE_TEST_PY,
-        lock_order,
-        run,
-    )
-
-    (tmp_path / "wl_scale.c").write_text(KERNEL_C)
-    (tmp_path / "wlmod.py").write_text(MODULE_PY.replace("[0, 1]", "[1, 0]"))
-    (tmp_path / "test_oracle.py").write_text(ORACLE_TEST_PY)
-    (tmp_path / "test_bench.py").write_text(BENCHMARK_TEST_PY)
-    (tmp_path / "pytest.ini").write_text(INI)
-    lock_order(tmp_path, 0)  # the baseline is the row order: the locked variant is slower
-    result = run(tmp_path, "--r3-check", "--r3-check-threshold", "median:5%")
+    (tmp_path / "wl_scale.c").write_text(workloads.KERNEL_C)
+    (tmp_path / "wlmod.py").write_text(workloads.MODULE_PY.replace("[0, 1]", "[1, 0]"))
+    (tmp_path / "test_oracle.py").write_text(workloads.ORACLE_TEST_PY)
+    (tmp_path / "test_bench.py").write_text(workloads.BENCHMARK_TEST_PY)
+    (tmp_path / "pytest.ini").write_text(workloads.INI)
+    workloads.lock_order(tmp_path, 0)  # the baseline is the row order: the lock is slower
+    result = workloads.run(tmp_path, "--r3-check", "--r3-check-threshold", "median:5%")
     assert result.returncode == 1, result.stdout + result.stderr
     printed = result.stdout.split("\nkernel ", 1)[1].split("\nreports: ", 1)[0]
     text = (DOCS / "ci.md").read_text()
@@ -354,11 +336,6 @@ def test_the_hip_md_build_sample_is_what_pytest_r3_build_prints(tmp_path):
     """docs/hip.md shows `pytest-r3 build row_sums --target gfx942` of example_project: its
     paths and figures come from the compiler alone (no GPU, no ROCm), so the command prints
     that text today, line for line."""
-    import shutil
-    import subprocess
-
-    from conftest import environment_without_pytest
-
     if shutil.which("hipcc"):
         pytest.skip("hipcc is installed: the build compares its figures, the sample does not")
     text = (DOCS / "hip.md").read_text().split("pytest-r3 build row_sums --target gfx942", 1)[1]
