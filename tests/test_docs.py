@@ -345,3 +345,14 @@ def test_the_hip_md_build_sample_is_what_pytest_r3_build_prints(tmp_path):
                             env=environment_without_pytest(), timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout == sample
+
+
+def test_api_md_documents_every_public_name():
+    """Each name ``pytest_r3`` exports (``__all__``, what `import pytest_r3 as r3` offers)
+    has its place in docs/api.md: a heading, a table row or its section."""
+    import pytest_r3
+
+    text = (DOCS / "api.md").read_text()
+    missing = [name for name in pytest_r3.__all__ if not name.startswith("_") and not re.search(
+        rf"^#+ .*\b{name}\b|^\| `{name}`|`r3\.{name}\b", text, re.M)]
+    assert not missing, f"not in docs/api.md: {missing}"
