@@ -356,3 +356,20 @@ def test_api_md_documents_every_public_name():
     missing = [name for name in pytest_r3.__all__ if not name.startswith("_") and not re.search(
         rf"^#+ .*\b{name}\b|^\| `{name}`|`r3\.{name}\b", text, re.M)]
     assert not missing, f"not in docs/api.md: {missing}"
+
+
+def test_api_md_exceptions_are_one_table_of_every_error_and_warning():
+    """The exceptions of docs/api.md are one unbroken table (a paragraph inside it once cut
+    it in two) with a row per exception and warning class of pytest_r3.errors, its bases
+    as the code has them."""
+    from pytest_r3 import errors
+
+    section = (DOCS / "api.md").read_text().split("## Exceptions", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"(?:^\|.*\n)+", section, re.M)
+    assert len(blocks) == 1, f"{len(blocks)} tables in the Exceptions section"
+    rows = dict(re.findall(r"^\| `(\w+)`(?: \(`[\w.]+`\))? \| ([^|]+) \|", blocks[0], re.M))
+    classes = {name: cls for name, cls in vars(errors).items() if isinstance(cls, type)
+               and issubclass(cls, (errors.R3Error, errors.R3Warning))}
+    assert set(rows) == set(classes)
+    for name, cls in classes.items():
+        assert re.findall(r"`(\w+)`", rows[name]) == [b.__name__ for b in cls.__bases__], name
