@@ -373,3 +373,16 @@ def test_api_md_exceptions_are_one_table_of_every_error_and_warning():
     assert set(rows) == set(classes)
     for name, cls in classes.items():
         assert re.findall(r"`(\w+)`", rows[name]) == [b.__name__ for b in cls.__bases__], name
+
+
+@pytest.mark.parametrize("page", ["api.md", "getting-started.md"])
+def test_the_pipeline_tables_give_every_setting_with_its_default(page):
+    """The `Pipeline` settings tables (api.md, getting-started.md) list every field of
+    ``r3.Pipeline``, each with the default the dataclass has."""
+    import dataclasses
+
+    import pytest_r3 as r3
+
+    rows = dict(re.findall(r"^\| `(\w+)` +\| `([^`]*)` +\|", (DOCS / page).read_text(), re.M))
+    fields = {field.name: repr(field.default) for field in dataclasses.fields(r3.Pipeline)}
+    assert {name: rows.get(name) for name in fields} == fields
