@@ -386,3 +386,10 @@ def test_the_pipeline_tables_give_every_setting_with_its_default(page):
     rows = dict(re.findall(r"^\| `(\w+)` +\| `([^`]*)` +\|", (DOCS / page).read_text(), re.M))
     fields = {field.name: repr(field.default) for field in dataclasses.fields(r3.Pipeline)}
     assert {name: rows.get(name) for name in fields} == fields
+
+
+def test_api_md_lists_the_custom_passes():
+    from pytest_r3.model.pipeline import CUSTOM_PASSES
+
+    text = (DOCS / "api.md").read_text().split("`CUSTOM_PASSES`: ", 1)[1].split("(each is", 1)[0]
+    assert re.findall(r"`(\w+)`", text) == sorted(CUSTOM_PASSES)
