@@ -393,3 +393,17 @@ def test_api_md_lists_the_custom_passes():
 
     text = (DOCS / "api.md").read_text().split("`CUSTOM_PASSES`: ", 1)[1].split("(each is", 1)[0]
     assert re.findall(r"`(\w+)`", text) == sorted(CUSTOM_PASSES)
+
+
+def test_record_and_replay_md_gives_the_crash_cap_the_server_has():
+    """A server gives up on the death after ``max_consecutive_crashes`` in a row
+    (tests/test_replay.py shows it); the page names that death and the default."""
+    import inspect
+
+    from pytest_r3.replay.client import ReplayServer
+
+    cap = inspect.signature(ReplayServer).parameters["max_consecutive_crashes"].default
+    words = {10: ("eleventh", "ten")}  # the default the page was written for
+    assert cap in words, f"the crash cap is now {cap}: say so in docs/record-and-replay.md"
+    text = " ".join((DOCS / "record-and-replay.md").read_text().split())
+    assert "The {} worker death in a row ({} are borne)".format(*words[cap]) in text
