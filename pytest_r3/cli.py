@@ -1,5 +1,5 @@
 """``pytest-r3``: work outside a test run: list recordings, replay a variant, build a kernel,
-record an application's launches.
+record an application's launches, look at or clear the compiled-code cache.
 
 Exit status: 0 when the command did its work (``replay``: the variant passed; ``build``: it
 compiled, and ptxas accepted it where installed), 1 only when ``replay`` rejected the variant,
