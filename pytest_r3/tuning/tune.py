@@ -105,10 +105,16 @@ def _tune_variant(kernel, tuning: Tuning, lock_path, row: KernelReport,
     if bucket is not None:
         extra.update(specialize=kernel.specialize.description, bucket=bucket,
                      timed=sorted(timed_keys or ()))
-    store = ResultStore(tuning.r3_dir / "results", kernel.name, target, context=result_context(
-        source_fingerprint=fingerprint, target=target,
-        recordings=tuning.recordings.keys(kernel.name), tolerance=kernel.tolerance,
-        extra=extra))
+    try:
+        store = ResultStore(tuning.r3_dir / "results", kernel.name, target,
+                            context=result_context(
+                                source_fingerprint=fingerprint, target=target,
+                                recordings=tuning.recordings.keys(kernel.name),
+                                tolerance=kernel.tolerance, extra=extra))
+    except R3Error as exc:  # an unusable results folder: the row says which file
+        row.status = Status("FAILED", "tuning error")
+        row.notes.append(str(exc))
+        return row
     specialize = None if bucket is None else kernel.specialize.description
 
     def commit(entry):
