@@ -4,8 +4,6 @@ INTERNALERROR or a traceback, and nothing says a file was written when it was no
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from test_first_use import MODULE_PY, project, run, section  # noqa: F401 (a fixture)
 
@@ -31,8 +29,8 @@ def test_a_results_folder_that_cannot_be_read_is_one_line(pytester, project):  #
     (["--r3-workers=-2"], "--r3-workers: '-2' is not valid; expected a whole number, 0 or "
                           "more"),
 ])
-def test_a_number_out_of_range_is_a_usage_error_before_any_test(pytester, project, given,
-                                                                 said):  # noqa: F811
+def test_a_number_out_of_range_is_a_usage_error_before_any_test(
+        pytester, project, given, said):  # noqa: F811
     result, output = run(pytester, "--r3-tune", *given)
     assert result.ret == pytest.ExitCode.USAGE_ERROR, output
     result.stderr.fnmatch_lines([f"ERROR: {said} (*)"])
