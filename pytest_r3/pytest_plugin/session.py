@@ -51,6 +51,7 @@ class TunePlugin:
         self.interrupted: str | None = None  # Ctrl-C stopped the run: the one line saying so
         self.unimportable: dict[str, str] = {}  # xdist controller: kernel -> why not
         self.lock_path = config.rootpath / LOCK_NAME
+        self.lock_written = False  # --r3-tune: this run changed r3.lock
         wanted = str(options.value(config, "r3_kernels"))
         self.selected = {n.strip() for n in wanted.split(",") if n.strip()}
         self.settings = tuning_settings(config)  # bad settings stop pytest before any test
@@ -135,8 +136,10 @@ class TunePlugin:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus) -> None:
-        if exitstatus == pytest.ExitCode.USAGE_ERROR and not (self.usage_error or self.rows):
-            return  # stopped before anything ran (e.g. a wrong entry=): its one line says it
+        stopped = (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERRUPTED)
+        if exitstatus in stopped and not (self.usage_error or self.rows or self.interrupted):
+            return  # stopped before anything ran (a wrong entry=, a collection error, Ctrl-C
+            # during the tests): pytest's own lines say why
         title = "pytest-r3 tuning" if self.mode == "tune" else "pytest-r3 check"
         terminalreporter.section(title)
         write = terminalreporter.write_line
@@ -153,7 +156,7 @@ class TunePlugin:
         elif not self.rows and self.mode == "tune":
             write(self._nothing_to_tune(), yellow=True)
         lock = self._shown(self.lock_path)
-        if self.mode == "tune" and any(row.status.tuned for row in self.rows):
+        if self.mode == "tune" and self.lock_written:
             write(f"lock file: {lock}")
         elif self.mode == "tune" and self.rows:
             write(f"lock file: none written ({lock} "
@@ -249,6 +252,7 @@ class TunePlugin:
         names = [name for name in self.recorder.recorded_kernels()
                  if not self.selected or name in self.selected]
         kernels = self._declarations(names)
+        before = _contents(self.lock_path)  # a kept committed entry leaves it as it was
         try:
             for name in names:
                 self.current = name
@@ -274,6 +278,7 @@ class TunePlugin:
             raise
         finally:
             tuning.close()  # a Dask cluster started for the run stops with it
+            self.lock_written = _contents(self.lock_path) != before
         if self.rows:  # nothing tuned: no empty reports over the last ones
             self._write_reports("tuning")
 
@@ -367,6 +372,13 @@ class TunePlugin:
         row.notes.append(f"the xdist controller cannot get the kernel object: {why}")
         self.failures.append(f"{name}: {row.notes[-1]}")
         self.rows.append(row)
+
+
+def _contents(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
 
 
 def refuse_state_links(lock_path: Path, r3_dir: Path, root: Path) -> None:

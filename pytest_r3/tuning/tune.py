@@ -14,7 +14,7 @@ import time
 from .. import __version__
 from ..backends.clang import host_target
 from ..errors import R3Error
-from ..kernel.lock import features_hash, source_fingerprint, update_entry
+from ..kernel.lock import features_hash, source_fingerprint, unfit_problem, update_entry
 from ..outputs import write_text_atomic
 from ..replay.protocol import Candidate
 from ..reports import KernelReport, Status
@@ -122,7 +122,8 @@ def _tune_variant(kernel, tuning: Tuning, lock_path, row: KernelReport,
             decision = update_entry(lock_path, kernel.name, target, entry,
                                     source_hash=fingerprint, features_hash=features,
                                     retune=settings.retune, bucket=bucket,
-                                    specialize=specialize)
+                                    specialize=specialize,
+                                    unfit=lambda current: unfit_problem(kernel, current))
         except R3Error as exc:  # unwritable, corrupt or held r3.lock: the row says so
             row.status = Status("FAILED", "lock not written")
             row.notes.append(str(exc))
