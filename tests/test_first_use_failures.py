@@ -128,3 +128,19 @@ def test_a_state_folder_given_with_a_space_from_outside_the_project(
     assert fine.ret == 0, output
     assert f"rootdir: {inner}" in output  # the project's pytest.ini was found
     assert (elsewhere / "recordings" / "fu_scale").is_dir()
+
+
+def test_check_of_a_lock_naming_only_kernels_not_declared_here(pytester, project):  # noqa: F811
+    """A kernel renamed (or removed) since it was tuned: its entry checks nothing, and the
+    line says which names the lock has and which kernels are declared, not 'target(s) -'."""
+    entry = {"source_hash": "0123456789abcdef", "macros": {"ORDER": 1}, "pipeline": {}}
+    (project / "r3.lock").write_text(json.dumps(
+        {"version": 1, "kernels": {"fu_old": {"cpu-x86_64-somecpu": entry}}}))
+    result, output = run(pytester, "--r3-check")
+    assert result.ret == 0, output
+    assert [line for line in section(output, "pytest-r3 check") if line] == [
+        "r3.lock has no entry for the kernels declared here (fu_same, fu_scale); its entries "
+        "name fu_old, which no collected test declares: nothing to check; run `pytest "
+        "--r3-tune` first and commit r3.lock"], output
+    strict, output = run(pytester, "--r3-check", "--r3-require-lock")
+    assert strict.ret == pytest.ExitCode.TESTS_FAILED, output

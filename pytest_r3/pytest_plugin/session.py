@@ -346,13 +346,29 @@ class TunePlugin:
             self.rows.append(row)
         self.current = None
         if not self.rows:
-            self.missing_lock = (f"{self._shown(self.lock_path)} has no entry for this machine's "
-                                 f"target(s) {', '.join(sorted(set(targets.values()))) or '-'}"
-                                 ": nothing to check; run `pytest --r3-tune` on this machine")
+            self.missing_lock = self._nothing_to_check(entries, targets)
             if options.value(self.config, "r3_require_lock"):
                 self.failures.append(self.missing_lock)
             return
         self._write_reports("check")
+
+    def _nothing_to_check(self, entries: list[tuple], targets: dict[str, str]) -> str:
+        """Why no entry of r3.lock was checked: made on other machines (``targets``: this
+        machine's, of the declared kernels that have entries), or for kernels not declared
+        here (renamed or removed since they were tuned)."""
+        lock = self._shown(self.lock_path)
+        if targets:
+            return (f"{lock} has no entry for this machine's target(s) "
+                    f"{', '.join(sorted(set(targets.values())))}: nothing to check; run "
+                    "`pytest --r3-tune` on this machine")
+        declared = sorted(set(declaration.registry()) | set(self.recorder.declared))
+        wanted = [name for name in declared if not self.selected or name in self.selected]
+        said = f"{lock} has no entry for the kernels declared here ({', '.join(wanted)})" \
+            if wanted else f"no kernel is declared here to check against {lock}"
+        others = sorted({name for name, _, _ in entries} - set(declared))
+        if others:
+            said += f"; its entries name {', '.join(others)}, which no collected test declares"
+        return f"{said}: nothing to check; run `pytest --r3-tune` first and commit r3.lock"
 
     def _declarations(self, names: list[str]) -> dict:
         """The kernel objects named ``names`` that are declared here (on the xdist controller:
