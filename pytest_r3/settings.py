@@ -24,8 +24,25 @@ def _flag(value: object) -> bool:
     return text in TRUE
 
 
+def _count(value: object) -> int:
+    """A whole number, 0 or more (a seed, a number of workers or requests)."""
+    number = int(str(value).strip())
+    if number < 0:
+        raise ValueError(f"{value!r} is negative")
+    return number
+
+
+def _positive(value: object) -> float:
+    """A number above 0 (a time limit, a size cap): 0 or less would refuse everything."""
+    number = float(str(value).strip())
+    if not number > 0:  # NaN too
+        raise ValueError(f"{value!r} is not above 0")
+    return number
+
+
 EXPECTED = {_flag: "true or false (also yes/no, on/off, 1/0)", int: "a whole number",
-            float: "a number", str: "text"}
+            float: "a number", str: "text", _count: "a whole number, 0 or more",
+            _positive: "a number above 0"}
 
 
 @dataclass(frozen=True)
@@ -61,8 +78,8 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     Option("r3_optimizer", "Nevergrad optimizer, by name", "NGOpt", str, metavar="NAME"),
     Option("r3_seed", "random seed of the search (same seed, same sequence: resumable; "
            "another seed measures everything again)", 0,
-           int, metavar="N"),
-    Option("r3_workers", "replay workers per kernel; 0 means one per CPU core", 0, int,
+           _count, metavar="N"),
+    Option("r3_workers", "replay workers per kernel; 0 means one per CPU core", 0, _count,
            metavar="N"),
     Option("r3_dask", "evaluate candidates on a Dask cluster: tcp://HOST:PORT (a running "
            "scheduler) or local:N (N worker processes here); none: the local pool", "", str,
@@ -91,25 +108,25 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
            "server that needs no key", "OPENAI_API_KEY", str, metavar="NAME"),
     Option("r3_llm_temperature", "sampling temperature; none: not sent (for models that "
            "refuse it)", "0.7", str, metavar="T"),
-    Option("r3_llm_timeout", "total seconds per request, retries included", 120.0, float,
+    Option("r3_llm_timeout", "total seconds per request, retries included", 120.0, _positive,
            metavar="SECONDS"),
     Option("r3_llm_max_answer_tokens", "max_tokens sent with each request; 0: not sent", 0,
-           int, metavar="N"),
-    Option("r3_llm_concurrency", "requests in flight at once", 2, int, metavar="N"),
-    Option("r3_llm_max_requests", "request budget per kernel", 40, int, metavar="N"),
-    Option("r3_llm_max_tokens", "token budget per kernel (prompt + completion)", 400000, int,
+           _count, metavar="N"),
+    Option("r3_llm_concurrency", "requests in flight at once", 2, _count, metavar="N"),
+    Option("r3_llm_max_requests", "request budget per kernel", 40, _count, metavar="N"),
+    Option("r3_llm_max_tokens", "token budget per kernel (prompt + completion)", 400000, _count,
            metavar="N"),
     Option("r3_llm_max_seconds", "wall-time budget per kernel for the rewrite search", 1800.0,
-           float, metavar="SECONDS"),
-    Option("r3_llm_generations", "generations of the evolutionary search", 3, int,
+           _positive, metavar="SECONDS"),
+    Option("r3_llm_generations", "generations of the evolutionary search", 3, _count,
            metavar="N"),
-    Option("r3_llm_islands", "islands of the MAP-Elites archive", 2, int, metavar="N"),
-    Option("r3_llm_children", "rewrites requested per island and generation", 2, int,
+    Option("r3_llm_islands", "islands of the MAP-Elites archive", 2, _count, metavar="N"),
+    Option("r3_llm_children", "rewrites requested per island and generation", 2, _count,
            metavar="N"),
     Option("r3_llm_repairs", "repair rounds for a rewrite that fails to compile or verify", 2,
-           int, metavar="N"),
-    Option("r3_llm_examples", "retrieved examples shown per prompt", 2, int, metavar="N"),
-    Option("r3_llm_inner_budget", "Nevergrad evaluations for each new correct rewrite", 8, int,
+           _count, metavar="N"),
+    Option("r3_llm_examples", "retrieved examples shown per prompt", 2, _count, metavar="N"),
+    Option("r3_llm_inner_budget", "Nevergrad evaluations for each new correct rewrite", 8, _count,
            metavar="N"),
     Option("r3_cuda_emulation", "run CUDA kernels on the CPU with CUDA semantics: auto (when "
            "no GPU is usable), on or off; sets PYTEST_R3_CUDA_EMULATION for the run and its "
@@ -127,15 +144,15 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     Option("r3_dir", "folder for recordings, results and reports, relative to the rootdir",
            ".r3", str, metavar="DIR"),
     Option("r3_record_cap", "size cap per kernel for recordings, in MiB; a representative "
-           "subset is kept", 64.0, float, metavar="MIB"),
+           "subset is kept", 64.0, _positive, metavar="MIB"),
     Option("r3_workload_cap", "size cap per kernel for workload recordings (benchmark tests, "
            "r3_workload tests, `pytest-r3 record`), in MiB; the heaviest are kept", 256.0,
-           float, metavar="MIB"),
+           _positive, metavar="MIB"),
     Option("r3_run_timeout", "wall-time limit in seconds for one kernel run during replay",
-           10.0, float, metavar="SECONDS"),
+           10.0, _positive, metavar="SECONDS"),
     Option("r3_compile_timeout", "wall-time limit in seconds for compiling one candidate "
-           "during replay", 60.0, float, metavar="SECONDS"),
-    Option("r3_memory_limit", "address-space limit of a replay worker, in MiB", 8192.0, float,
+           "during replay", 60.0, _positive, metavar="SECONDS"),
+    Option("r3_memory_limit", "address-space limit of a replay worker, in MiB", 8192.0, _positive,
            metavar="MIB"),
 ]}
 
@@ -160,8 +177,20 @@ def add_to_argparse(parser: argparse.ArgumentParser, names: list[str]) -> None:
                                 default=option.default, help=option.help)
         else:
             parser.add_argument(option.flag, dest=name, default=option.default,
-                                type=option.convert, metavar=option.metavar,
+                                type=_argparse_type(option.convert), metavar=option.metavar,
                                 help=option.describe_default())
+
+
+def _argparse_type(convert: Callable[[object], object]) -> Callable[[str], object]:
+    """``convert`` for argparse: a refused value says what is expected."""
+    def checked(text: str) -> object:
+        try:
+            return convert(text)
+        except (TypeError, ValueError):
+            expected = EXPECTED.get(convert, convert.__name__)
+            raise argparse.ArgumentTypeError(f"{text!r} is not valid; expected {expected}"
+                                             ) from None
+    return checked
 
 
 def value(config, name: str) -> object:

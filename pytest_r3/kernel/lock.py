@@ -36,7 +36,7 @@ import logging
 import os
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -387,7 +387,8 @@ def _relates(entry: dict, fingerprint: str | None, features: str | None) -> bool
 def merge_entry(lock: LockFile, kernel: str, target: str, entry: dict | None, *,
                 source_hash: str | None = None, features_hash: str | None = None,
                 retune: bool = False, bucket: str | None = None,
-                specialize: str | None = None) -> LockDecision:
+                specialize: str | None = None,
+                unfit: Callable[[dict], str | None] | None = None) -> LockDecision:
     """Put the outcome of one tuning run (``entry``; None when the run found nothing beyond
     the noise or its best was rejected) into ``lock``, in memory.
 
@@ -397,8 +398,10 @@ def merge_entry(lock: LockFile, kernel: str, target: str, entry: dict | None, *,
 
     1. ``retune`` (``--r3-retune``): this run's outcome is the entry, whatever was there
        (None removes it).
-    2. No entry, or a stale one (made for another source or other CPU features): this run's
-       outcome is the entry (None removes the stale one: it could not be used anyway).
+    2. No entry, or a stale one (made for another source or other CPU features), or one
+       that no longer fits the declaration (``unfit``: why the kernel cannot build it, e.g.
+       a tunable value it no longer declares): this run's outcome is the entry (None
+       removes the stale one: it could not be used anyway).
     3. A run without a result (``entry`` None) never deletes a current entry.
     4. A current entry timed on other inputs (``timed_on``: "test inputs", the default,
        or which workloads) is replaced: speedups on different inputs do not compare.
@@ -444,6 +447,10 @@ def merge_entry(lock: LockFile, kernel: str, target: str, entry: dict | None, *,
                                   "baseline")
         return put("replaced", "the committed entry was stale (tuned for another source or "
                                "CPU)")
+    misfit = unfit(current) if unfit is not None else None
+    if misfit:
+        return put("removed" if entry is None else "replaced",
+                   f"the committed entry no longer fits the declaration ({misfit})")
     if entry is None:
         return LockDecision("kept", f"kept the committed entry ({_describe(current)}): this "
                             "run found nothing better; use --r3-retune to drop it", current)
@@ -465,7 +472,8 @@ def merge_entry(lock: LockFile, kernel: str, target: str, entry: dict | None, *,
 def update_entry(path: str | Path, kernel: str, target: str, entry: dict | None, *,
                  source_hash: str | None = None, features_hash: str | None = None,
                  retune: bool = False, timeout: float = LOCK_TIMEOUT,
-                 bucket: str | None = None, specialize: str | None = None) -> LockDecision:
+                 bucket: str | None = None, specialize: str | None = None,
+                 unfit: Callable[[dict], str | None] | None = None) -> LockDecision:
     """Merge one tuning run's outcome for ``kernel`` on ``target`` into the lock at ``path``:
     re-read under a file lock, :func:`merge_entry`, written atomically if changed (other
     kernels' and targets' entries, written meanwhile by other runs, are kept).
@@ -477,7 +485,7 @@ def update_entry(path: str | Path, kernel: str, target: str, entry: dict | None,
     with LockFile.editing(path, timeout) as lock:
         return merge_entry(lock, kernel, target, entry, source_hash=source_hash,
                            features_hash=features_hash, retune=retune, bucket=bucket,
-                           specialize=specialize)
+                           specialize=specialize, unfit=unfit)
 
 
 # -- using an entry ------------------------------------------------------------------------------
@@ -621,6 +629,16 @@ def locked_buckets(kernel) -> dict[str, object]:
         if variant is not None:
             variants[label] = variant
     return variants
+
+
+def unfit_problem(kernel, entry: dict) -> str | None:
+    """Why ``kernel`` as declared now cannot build ``entry``'s settings (a tunable value
+    or pipeline setting it does not declare), or None."""
+    try:
+        variant_from_entry(kernel, entry)
+    except (DeclarationError, TypeError, ValueError) as exc:
+        return str(exc).replace(f"{kernel.where}: ", "").replace(f"{kernel.where}", "")
+    return None
 
 
 def variant_from_entry(kernel, entry: dict):

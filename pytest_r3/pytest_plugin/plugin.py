@@ -206,6 +206,22 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             raise
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector):
+    """A test module whose import declares a kernel wrongly (its source file deleted, an
+    unknown tunable...): the collection error is the declaration's one line, which names
+    the declaring file and line, not a traceback through pytest-r3."""
+    from _pytest.reports import CollectErrorRepr
+
+    report = yield
+    call = getattr(report, "call", None)
+    error = call.excinfo.value if call is not None and call.excinfo is not None else None
+    if report.failed and isinstance(error, DeclarationError):
+        root = f"(declared at {collector.config.rootpath}{os.sep}"
+        report.longrepr = CollectErrorRepr(str(error).replace(root, "(declared at "))
+    return report
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error) -> None:
     """pytest-xdist's controller: a worker stopped on a usage error (a wrong ``entry=``)

@@ -220,8 +220,10 @@ class RecordingPlugin:
             self.summary[name] = index
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus) -> None:
-        if exitstatus == pytest.ExitCode.USAGE_ERROR and not self.summary:
-            return  # stopped before any test ran (e.g. a wrong entry=): its one line says it
+        if exitstatus in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERRUPTED) \
+                and not self.summary:
+            return  # stopped before anything was saved (a wrong entry=, a collection error,
+            # Ctrl-C): pytest's own lines say why
         write = terminalreporter.write_line
         terminalreporter.section("pytest-r3 recordings")
         if not self.summary and not self.worker_problems:
@@ -256,7 +258,7 @@ class RecordingPlugin:
                 write(f"  launched with aliased arguments (replayed the same way): "
                       f"{', '.join(index['aliased'])}")
         for name in sorted(set(self.marked) - set(self.summary)):
-            if name in self.recorded:  # launched on a worker that could not save
+            if name in self.recorded or name in self.recordings:  # launched, not saved
                 write(f"{name}: launched, but no recording of it was saved")
             elif self.ran.intersection(self.marked[name]):
                 write(f"{name}: marked oracle tests ran but never launched it")
@@ -265,4 +267,5 @@ class RecordingPlugin:
                       "(deselected or skipped)")
         for problem in dict.fromkeys(self.worker_problems):
             write(problem, red=True)
-        write(f"stored under {self.store.root}")
+        if self.summary:
+            write(f"stored under {self.store.root}")

@@ -51,6 +51,7 @@ class TunePlugin:
         self.interrupted: str | None = None  # Ctrl-C stopped the run: the one line saying so
         self.unimportable: dict[str, str] = {}  # xdist controller: kernel -> why not
         self.lock_path = config.rootpath / LOCK_NAME
+        self.lock_written = False  # --r3-tune: this run changed r3.lock
         wanted = str(options.value(config, "r3_kernels"))
         self.selected = {n.strip() for n in wanted.split(",") if n.strip()}
         self.settings = tuning_settings(config)  # bad settings stop pytest before any test
@@ -135,8 +136,10 @@ class TunePlugin:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus) -> None:
-        if exitstatus == pytest.ExitCode.USAGE_ERROR and not (self.usage_error or self.rows):
-            return  # stopped before anything ran (e.g. a wrong entry=): its one line says it
+        stopped = (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERRUPTED)
+        if exitstatus in stopped and not (self.usage_error or self.rows or self.interrupted):
+            return  # stopped before anything ran (a wrong entry=, a collection error, Ctrl-C
+            # during the tests): pytest's own lines say why
         title = "pytest-r3 tuning" if self.mode == "tune" else "pytest-r3 check"
         terminalreporter.section(title)
         write = terminalreporter.write_line
@@ -153,7 +156,7 @@ class TunePlugin:
         elif not self.rows and self.mode == "tune":
             write(self._nothing_to_tune(), yellow=True)
         lock = self._shown(self.lock_path)
-        if self.mode == "tune" and any(row.status.tuned for row in self.rows):
+        if self.mode == "tune" and self.lock_written:
             write(f"lock file: {lock}")
         elif self.mode == "tune" and self.rows:
             write(f"lock file: none written ({lock} "
@@ -249,6 +252,7 @@ class TunePlugin:
         names = [name for name in self.recorder.recorded_kernels()
                  if not self.selected or name in self.selected]
         kernels = self._declarations(names)
+        before = _contents(self.lock_path)  # a kept committed entry leaves it as it was
         try:
             for name in names:
                 self.current = name
@@ -274,6 +278,7 @@ class TunePlugin:
             raise
         finally:
             tuning.close()  # a Dask cluster started for the run stops with it
+            self.lock_written = _contents(self.lock_path) != before
         if self.rows:  # nothing tuned: no empty reports over the last ones
             self._write_reports("tuning")
 
@@ -341,13 +346,29 @@ class TunePlugin:
             self.rows.append(row)
         self.current = None
         if not self.rows:
-            self.missing_lock = (f"{self._shown(self.lock_path)} has no entry for this machine's "
-                                 f"target(s) {', '.join(sorted(set(targets.values()))) or '-'}"
-                                 ": nothing to check; run `pytest --r3-tune` on this machine")
+            self.missing_lock = self._nothing_to_check(entries, targets)
             if options.value(self.config, "r3_require_lock"):
                 self.failures.append(self.missing_lock)
             return
         self._write_reports("check")
+
+    def _nothing_to_check(self, entries: list[tuple], targets: dict[str, str]) -> str:
+        """Why no entry of r3.lock was checked: made on other machines (``targets``: this
+        machine's, of the declared kernels that have entries), or for kernels not declared
+        here (renamed or removed since they were tuned)."""
+        lock = self._shown(self.lock_path)
+        if targets:
+            return (f"{lock} has no entry for this machine's target(s) "
+                    f"{', '.join(sorted(set(targets.values())))}: nothing to check; run "
+                    "`pytest --r3-tune` on this machine")
+        declared = sorted(set(declaration.registry()) | set(self.recorder.declared))
+        wanted = [name for name in declared if not self.selected or name in self.selected]
+        said = f"{lock} has no entry for the kernels declared here ({', '.join(wanted)})" \
+            if wanted else f"no kernel is declared here to check against {lock}"
+        others = sorted({name for name, _, _ in entries} - set(declared))
+        if others:
+            said += f"; its entries name {', '.join(others)}, which no collected test declares"
+        return f"{said}: nothing to check; run `pytest --r3-tune` first and commit r3.lock"
 
     def _declarations(self, names: list[str]) -> dict:
         """The kernel objects named ``names`` that are declared here (on the xdist controller:
@@ -367,6 +388,13 @@ class TunePlugin:
         row.notes.append(f"the xdist controller cannot get the kernel object: {why}")
         self.failures.append(f"{name}: {row.notes[-1]}")
         self.rows.append(row)
+
+
+def _contents(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
 
 
 def refuse_state_links(lock_path: Path, r3_dir: Path, root: Path) -> None:

@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from ..outputs import append_line
+from ..outputs import append_line, state_write_error
 from ..replay.protocol import Result
 
 
@@ -80,6 +80,8 @@ class ResultStore:
             text = self.path.read_text(errors="replace")
         except FileNotFoundError:
             text = ""
+        except OSError as exc:  # a file where a folder should be, no permission...
+            raise state_write_error(self.path, exc) from None  # where the run writes next
         for line in text.splitlines():
             try:
                 entry = json.loads(line)

@@ -14,7 +14,7 @@ import time
 from .. import __version__
 from ..backends.clang import host_target
 from ..errors import R3Error
-from ..kernel.lock import features_hash, source_fingerprint, update_entry
+from ..kernel.lock import features_hash, source_fingerprint, unfit_problem, update_entry
 from ..outputs import write_text_atomic
 from ..replay.protocol import Candidate
 from ..reports import KernelReport, Status
@@ -105,10 +105,16 @@ def _tune_variant(kernel, tuning: Tuning, lock_path, row: KernelReport,
     if bucket is not None:
         extra.update(specialize=kernel.specialize.description, bucket=bucket,
                      timed=sorted(timed_keys or ()))
-    store = ResultStore(tuning.r3_dir / "results", kernel.name, target, context=result_context(
-        source_fingerprint=fingerprint, target=target,
-        recordings=tuning.recordings.keys(kernel.name), tolerance=kernel.tolerance,
-        extra=extra))
+    try:
+        store = ResultStore(tuning.r3_dir / "results", kernel.name, target,
+                            context=result_context(
+                                source_fingerprint=fingerprint, target=target,
+                                recordings=tuning.recordings.keys(kernel.name),
+                                tolerance=kernel.tolerance, extra=extra))
+    except R3Error as exc:  # an unusable results folder: the row says which file
+        row.status = Status("FAILED", "tuning error")
+        row.notes.append(str(exc))
+        return row
     specialize = None if bucket is None else kernel.specialize.description
 
     def commit(entry):
@@ -116,7 +122,8 @@ def _tune_variant(kernel, tuning: Tuning, lock_path, row: KernelReport,
             decision = update_entry(lock_path, kernel.name, target, entry,
                                     source_hash=fingerprint, features_hash=features,
                                     retune=settings.retune, bucket=bucket,
-                                    specialize=specialize)
+                                    specialize=specialize,
+                                    unfit=lambda current: unfit_problem(kernel, current))
         except R3Error as exc:  # unwritable, corrupt or held r3.lock: the row says so
             row.status = Status("FAILED", "lock not written")
             row.notes.append(str(exc))
