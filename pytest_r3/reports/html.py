@@ -33,7 +33,8 @@ td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:now
 section.kernel{border-top:1px solid #ccc;margin-top:2em}
 .big{font-size:1.6em;font-weight:600}
 .slices{display:flex;flex-wrap:wrap;gap:.5em}
-code{background:#f4f4f4;padding:0 .2em;border-radius:3px;overflow-wrap:anywhere}
+code{background:#f4f4f4;padding:0 .2em;border-radius:3px}
+.why{color:#555;font-style:italic}
 svg{display:block;margin:.4em 0;max-width:100%;height:auto}
 """
 
@@ -67,14 +68,14 @@ def _summary(rows: list[KernelReport]) -> str:
     for row in with_buckets(rows):
         failed = sum(cause["count"] for cause in row.failure_causes)
         css = "fail" if row.status.failed else ""
-        lines.append(
-            f"<tr><td><a href='#{_anchor(row)}'>{_e(row.label)}</a></td>"
-            f"<td class='{css}'>{_e(str(row.status))}</td>"
-            f"<td class='num'>{human_seconds(row.baseline_seconds)}</td>"
-            f"<td class='num'>{human_seconds(row.tuned_seconds)}</td>"
-            f"<td class='num'>{_interval(row)}</td><td class='num'>{row.evaluations}</td>"
-            f"<td class='num'>{failed}</td><td><code>{_e(row.describe_changes())}</code>"
-            "</td></tr>")
+        why = row.why_no_figures()
+        figures = (f"<td colspan='6' class='why'>{_e(why)}</td>" if why else
+                   f"<td class='num'>{human_seconds(row.baseline_seconds)}</td>"
+                   f"<td class='num'>{human_seconds(row.tuned_seconds)}</td>"
+                   f"<td class='num'>{_interval(row)}</td><td class='num'>{row.evaluations}"
+                   f"</td><td class='num'>{failed}</td><td>{_settings(row)}</td>")
+        lines.append(f"<tr><td><a href='#{_anchor(row)}'>{_e(row.label)}</a></td>"
+                     f"<td class='{css}'>{_e(str(row.status))}</td>{figures}</tr>")
     lines.append("</table>")
     measured = [(row.label, row.speedup, *(row.interval if len(row.interval) == 2
                                            else (None, None)))
@@ -85,13 +86,24 @@ def _summary(rows: list[KernelReport]) -> str:
     return "".join(lines)
 
 
+def _settings(row: KernelReport) -> str:
+    return _code(row.describe_changes())
+
+
+def _code(text: str) -> str:
+    """Settings as code that wraps after a comma, never inside a pass's name."""
+    return "<code>" + _e(text).replace(",", ",<wbr>") + "</code>"
+
+
 def _anchor(row: KernelReport) -> str:
     return "k-" + "".join(c if c.isalnum() else "-" for c in row.label)
 
 
 def _headline(row: KernelReport) -> str:
     if row.speedup is None:
-        return f"<p class='big muted'>{_e(str(row.status))}</p>"
+        why = row.why_no_figures()
+        return (f"<p class='big muted'>{_e(str(row.status))}</p>"
+                + (f"<p class='why'>{_e(why)}</p>" if why else ""))
     css = "good" if row.speedup >= 1 else "fail"
     interval = (f" (95% interval {row.interval[0]:.2f}-{row.interval[1]:.2f})"
                 if len(row.interval) == 2 else "")
@@ -157,7 +169,7 @@ def _failures(row: KernelReport) -> str:
             "<th class='num'>count</th><th>example settings</th><th>first diagnostic</th>"
             "</tr>" + "".join(
                 f"<tr><td class='fail'>{_e(c['status'])}</td><td class='num'>{c['count']}"
-                f"</td><td><code>{_e(c['example'])}</code></td><td><code>"
+                f"</td><td>{_code(c['example'])}</td><td><code>"
                 f"{_e(c['diagnostic'] or '-')}</code></td></tr>" for c in row.failure_causes)
             + "</table>")
 
@@ -217,15 +229,16 @@ def _kernel(row: KernelReport, run: RunInfo) -> str:
     parts = [f"<section class='kernel' id='{_anchor(row)}'><h3>{_e(row.label)} "
              f"<small class='muted'>{_e(row.target)}</small></h3>", _headline(row)]
     if row.changes:
-        parts.append(f"<p>Settings: <code>{_e(row.describe_changes())}</code></p>")
+        parts.append(f"<p>Settings: {_settings(row)}</p>")
     if row.evaluation_log:
         parts.append(f"<h4>Every evaluation ({len(row.evaluation_log)}, "
                      f"{row.new_evaluations} new, {_e(row.optimizer or '-')})</h4>")
         parts.append(svg.evaluations_chart(row.evaluation_log, row.speedup))
     parts += [_settings_section(row), _failures(row), _workloads(row, run),
               _evolution(row)]
-    if row.notes:
-        parts.append("<ul>" + "".join(f"<li>{_e(note)}</li>" for note in row.notes) + "</ul>")
+    if row.other_notes():
+        parts.append("<ul>" + "".join(f"<li>{_e(note)}</li>" for note in row.other_notes())
+                     + "</ul>")
     parts.append("</section>")
     return "".join(parts)
 

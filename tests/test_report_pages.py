@@ -1,0 +1,76 @@
+"""What the reports show a person for rows the plugin builds: a kernel with no timings says
+why where its figures would be, settings wrap between settings, and a slice plot names each
+pass in full."""
+
+from __future__ import annotations
+
+import re
+
+from pytest_r3.pytest_plugin.table import TABLE_WIDTH, table_lines
+from pytest_r3.reports import KernelReport, Status, html, markdown
+
+EMULATED = ("CUDA runs in emulation on the CPU here: its timings say nothing about a GPU, so "
+            "nothing is ranked and no lock entry is written")
+
+
+def emulated_row() -> KernelReport:
+    """The row --r3-tune makes for a CUDA kernel where no GPU is usable (tuning/tune.py)."""
+    return KernelReport("stencil2d_with_a_long_name", "cuda-emulated", Status("not tuned"),
+                        notes=[EMULATED])
+
+
+def tuned_row() -> KernelReport:
+    passes = ["simplify_cfg", "reassociate", "loop_unroll_and_jam"]
+    log = [{"index": i + 1, "speedup": speedup, "outcome": "ok", "status": "ok",
+            "settings": "", "finalist": False, "macros": {"TILE": tile},
+            "pipeline": {"passes_before": chosen}}
+           for i, (speedup, tile, chosen) in enumerate([
+               (1.0, 8, []), (1.9, 16, passes[:1]), (2.1, 16, passes[1:]),
+               (0.7, 8, passes[2:]), (2.0, 16, passes[:2])])]
+    return KernelReport("scale", "cpu-x86_64", Status("tuned"), baseline_seconds=2e-3,
+                        tuned_seconds=1e-3, speedup=2.0, interval=[1.9, 2.1],
+                        confirmed_in="fresh worker process", evaluations=5,
+                        new_evaluations=5, evaluation_log=log,
+                        changes={"macros": {"TILE": 16},
+                                 "pipeline": {"passes_before": passes[:2]}})
+
+
+def summary_row(page: str, kernel: str) -> str:
+    return re.search(rf"<tr><td><a href='#k-[\w-]+'>{kernel}</a>.*?</tr>", page).group(0)
+
+
+def test_a_kernel_without_timings_says_why_in_the_html_summary_not_dashes():
+    page = html.render([tuned_row(), emulated_row()])
+    row = summary_row(page, "stencil2d_with_a_long_name")
+    assert "not tuned" in row and EMULATED in row
+    assert "<td class='num'>-</td>" not in row
+    # said once in the kernel's section too, under its status, not again as a note
+    section = page[page.index("id='k-stencil2d-with-a-long-name'"):]
+    assert section.count(EMULATED) == 1
+
+
+def test_a_kernel_without_timings_says_why_in_the_terminal_table_and_markdown():
+    lines = [line for line, _ in table_lines([tuned_row(), emulated_row()])]
+    assert all(len(line) <= TABLE_WIDTH for line in lines), "\n".join(lines)
+    shown = "\n".join(lines)
+    assert re.search(r"^stencil2d_with_a_long~ not tuned +CUDA runs in emulation", shown,
+                     re.M), shown
+    assert " ".join(shown.split()).count(EMULATED) == 1, shown
+    md = markdown.render([emulated_row()])
+    assert f"| not tuned ({EMULATED}) |" in md
+    assert md.count(EMULATED) == 1
+
+
+def test_settings_wrap_between_passes_never_inside_a_name():
+    page = html.render([tuned_row()])
+    assert ("<code>TILE=16,<wbr> passes_before=simplify_cfg,<wbr>reassociate</code>"
+            in summary_row(page, "scale"))
+    assert "overflow-wrap:anywhere" not in page
+
+
+def test_a_slice_plot_names_every_pass_in_full():
+    page = html.render([tuned_row()])
+    chart = re.search(r'<svg[^>]*aria-label="speedup by passes_before".*?</svg>', page).group(0)
+    labels = re.findall(r"<text[^>]*>([^<]*)</text>", chart)
+    assert {"simplify_cfg", "reassociate", "loop_unroll_and_jam", "none"} <= set(labels)
+    assert not any("\u2026" in label for label in labels)
