@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from pytest_r3.pytest_plugin.table import TABLE_WIDTH, table_lines
-from pytest_r3.reports import KernelReport, Status, html, markdown
+from pytest_r3.reports import KernelReport, RunInfo, Status, html, markdown
 
 EMULATED = ("CUDA runs in emulation on the CPU here: its timings say nothing about a GPU, so "
             "nothing is ranked and no lock entry is written")
@@ -74,3 +74,20 @@ def test_a_slice_plot_names_every_pass_in_full():
     labels = re.findall(r"<text[^>]*>([^<]*)</text>", chart)
     assert {"simplify_cfg", "reassociate", "loop_unroll_and_jam", "none"} <= set(labels)
     assert not any("\u2026" in label for label in labels)
+
+
+def test_achieved_flops_are_shown_against_what_this_machine_reaches():
+    """A kernel declaring its flops (r3.kernel(work=...)) gets them against a peak measured
+    here, as its bytes are against a copy's bandwidth; the header names both peaks."""
+    run = RunInfo.collect("tuning", bandwidth=True)
+    assert run.matmul_flops > 1e8 and run.copy_bandwidth > 1e8  # any machine of this age
+    row = tuned_row()
+    row.workloads = [{"key": "w", "origin": "tests/test_b.py::test_scale", "shape": "n=4096",
+                      "weight": 1.0, "baseline_median": 2e-3, "candidate_median": 1e-3,
+                      "speedup": 2.0, "work": {"flops": 2e6, "bytes": 3e6}}]
+    page = html.render([row], run)
+    share = 100 * 2e6 / 1e-3 / run.matmul_flops
+    assert (f"1 &rarr; 2 GFLOP/s ({share:.0f}% of the {run.matmul_flops / 1e9:.3g} GFLOP/s a "
+            "one-thread float32 BLAS matmul reaches here)") in page
+    assert re.search(r"<dt>peak</dt><dd>[\d.]+ GB/s in a large copy, [\d.]+ GFLOP/s in a "
+                     r"one-thread float32 BLAS matmul</dd>", page)

@@ -55,6 +55,7 @@ def _header(run: RunInfo, rows: list[KernelReport]) -> str:
                         + (f" on {run.branch}" if run.branch else "")),
              ("machine", f"{run.cpu or 'CPU unknown'}, {run.cores} cores, {run.machine}"),
              ("target", targets), ("load", run.describe_load()),
+             *([("peak", run.describe_peaks())] if run.describe_peaks() else []),
              ("tool", f"pytest-r3 {run.version}, Python {run.python}")]
     return (f"<header><h1>pytest-r3 {_e(title)}</h1><dl>" + "".join(
         f"<dt>{_e(key)}</dt><dd>{_e(value)}</dd>" for key, value in items) + "</dl></header>")
@@ -208,6 +209,10 @@ def _throughput(workload: dict, run: RunInfo) -> str:
             if key == "bytes" and run.copy_bandwidth:
                 text += (f" ({100 * tuned * 1e9 / run.copy_bandwidth:.0f}% of the "
                          f"{run.copy_bandwidth / 1e9:.3g} GB/s a copy reaches here)")
+            if key == "flops" and run.matmul_flops:
+                text += (f" ({100 * tuned * 1e9 / run.matmul_flops:.0f}% of the "
+                         f"{run.matmul_flops / 1e9:.3g} GFLOP/s a one-thread float32 BLAS "
+                         "matmul reaches here)")
             parts.append(text)
     return "; ".join(parts) or "-"
 
