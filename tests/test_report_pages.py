@@ -91,3 +91,14 @@ def test_achieved_flops_are_shown_against_what_this_machine_reaches():
             "one-thread float32 BLAS matmul reaches here)") in page
     assert re.search(r"<dt>peak</dt><dd>[\d.]+ GB/s in a large copy, [\d.]+ GFLOP/s in a "
                      r"one-thread float32 BLAS matmul</dd>", page)
+
+
+def test_a_kept_baseline_says_why_under_its_status_with_the_baseline_time():
+    note = "no variant was faster than the baseline beyond the noise band 0.971-1.030"
+    row = KernelReport("jacobi", "cpu-x86_64", Status("baseline kept"), baseline_seconds=1.67e-3,
+                       noise_band=[0.971, 1.03], search_estimate=1.04, notes=[note])
+    page = html.render([row])
+    section = page[page.index("id='k-jacobi'"):]
+    assert (f"<p class='big muted'>baseline kept</p><p class='why'>{note}</p>"
+            "<p>baseline 1.67 ms per timed run</p>") in section
+    assert section.count(note) == 1 and "search estimate 1.04x" in section

@@ -101,10 +101,13 @@ def _anchor(row: KernelReport) -> str:
 
 
 def _headline(row: KernelReport) -> str:
-    if row.speedup is None:
-        why = row.why_no_figures()
+    if row.speedup is None:  # no claim: why not, and what the baseline measured
+        why = _why(row)
+        baseline = (f"<p>baseline {human_seconds(row.baseline_seconds)} per timed run</p>"
+                    if row.baseline_seconds is not None else "")
         return (f"<p class='big muted'>{_e(str(row.status))}</p>"
-                + (f"<p class='why'>{_e(why)}</p>" if why else ""))
+                + (f"<p class='why'>{_e(why)}</p>" if why else "") + baseline
+                + f"<p class='muted'>{_e(row.describe_confirmation())}</p>")
     css = "good" if row.speedup >= 1 else "fail"
     interval = (f" (95% interval {row.interval[0]:.2f}-{row.interval[1]:.2f})"
                 if len(row.interval) == 2 else "")
@@ -112,6 +115,12 @@ def _headline(row: KernelReport) -> str:
             f"{human_seconds(row.baseline_seconds)} &rarr; {human_seconds(row.tuned_seconds)}"
             f" per timed run, {_e(str(row.status))}</p>"
             f"<p class='muted'>{_e(row.describe_confirmation())}</p>")
+
+
+def _why(row: KernelReport) -> str:
+    """Why a row claims no speedup, shown under its status: why it has no timings, or for
+    a kept baseline its first note (nothing beat the noise band, the claim did not hold)."""
+    return row.why_no_figures() or (row.notes[0] if row.baseline_kept and row.notes else "")
 
 
 def _setting_groups(row: KernelReport) -> list[tuple[str, float, list[tuple[str, list[float]]]]]:
@@ -237,13 +246,18 @@ def _kernel(row: KernelReport, run: RunInfo) -> str:
         parts.append(f"<p>Settings: {_settings(row)}</p>")
     if row.evaluation_log:
         parts.append(f"<h4>Every evaluation ({len(row.evaluation_log)}, "
-                     f"{row.new_evaluations} new, {_e(row.optimizer or '-')})</h4>")
+                     f"{row.new_evaluations} new, {_e(row.optimizer or '-')})</h4>"
+                     "<p class='muted'>Each dot is the search's estimate for one candidate "
+                     "(grey: it lost its race, stopped after a brief timing as clearly "
+                     "slower than the best so far; a red cross: it failed, see below)"
+                     + ("; the purple line across is the speedup confirmed afterwards"
+                        if row.speedup is not None else "") + ".</p>")
         parts.append(svg.evaluations_chart(row.evaluation_log, row.speedup))
     parts += [_settings_section(row), _failures(row), _workloads(row, run),
               _evolution(row)]
-    if row.other_notes():
-        parts.append("<ul>" + "".join(f"<li>{_e(note)}</li>" for note in row.other_notes())
-                     + "</ul>")
+    notes = [note for note in row.notes if row.speedup is not None or note != _why(row)]
+    if notes:
+        parts.append("<ul>" + "".join(f"<li>{_e(note)}</li>" for note in notes) + "</ul>")
     parts.append("</section>")
     return "".join(parts)
 

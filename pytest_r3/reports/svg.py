@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 
 COLOURS = {"ok": "#1f77b4", "lost race": "#b0b0b0", "failed": "#d62728",
-           "best": "#2ca02c", "finalist": "#ff7f0e"}
+           "best": "#2ca02c", "finalist": "#ff7f0e", "confirmed": "#7b2d8e"}
 FONT = 'font-family="sans-serif"'
 
 
@@ -113,13 +113,13 @@ def evaluations_chart(points: list[dict], confirmed: float | None,
                       width: int = 720, height: int = 280) -> str:
     """Speedup by evaluation: every evaluation a dot coloured by outcome (failed ones on
     the bottom edge), the best so far as a step line, confirmed finalists ringed, and the
-    confirmed speedup as a green line."""
+    confirmed speedup as a purple line."""
     if not points:
         return "<p>No evaluation was run.</p>"
     measured = [p["speedup"] for p in points if p["speedup"] is not None]
     top = max([*measured, confirmed or 0.0, 1.0]) * 1.08
     frame = Frame(width, height, (0, max(p["index"] for p in points)), (0, top),
-                  "evaluation", "speedup over the baseline", top=30)
+                  "evaluation", "speedup (search estimate)", top=30)
     parts = frame.axes(x_format=lambda v: f"{v:g}")
     parts.append(frame.baseline())
     best, steps = 1.0, []
@@ -153,12 +153,13 @@ def evaluations_chart(points: list[dict], confirmed: float | None,
     if confirmed:
         y = frame.y(confirmed)
         parts.append(f'<line x1="{frame.left}" y1="{y:.1f}" x2="{width - frame.right}" '
-                     f'y2="{y:.1f}" stroke="{COLOURS["best"]}" stroke-width="2">'
+                     f'y2="{y:.1f}" stroke="{COLOURS["confirmed"]}" stroke-width="2">'
                      f'<title>confirmed speedup {confirmed:.2f}x</title></line>')
     parts += legend([(COLOURS["ok"], "ok"), (COLOURS["lost race"], "lost race"),
                      (COLOURS["failed"], "failed (on the axis)"),
                      (COLOURS["finalist"], "finalist (ringed)"),
-                     (COLOURS["best"], "best so far / confirmed")], frame.left,
+                     (COLOURS["best"], "best estimate so far"),
+                     *([(COLOURS["confirmed"], "confirmed")] if confirmed else [])], frame.left,
                     frame.top - 10)
     return frame.svg(parts, "speedup of every evaluation, in order")
 
@@ -178,7 +179,7 @@ def slice_chart(name: str, groups: list[tuple[str, list[float]]], width: int = 3
     first = min(len(groups[0][0]), limit)  # the one label that may reach past the axis
     left = max(56, int(4.9 * first) - 10) if slanted else 56
     frame = Frame(width + left - 56, height + bottom - 40, (-0.5, count - 0.5), (0, top),
-                  name, "speedup", left=left, bottom=bottom)
+                  name, "estimated speedup", left=left, bottom=bottom)
     parts = frame.axes(x_ticks=[(i, _short(label, limit)) for i, (label, _) in
                                 enumerate(groups)], slanted=slanted)
     parts.append(frame.baseline())
