@@ -27,12 +27,17 @@ def table_lines(rows: list[KernelReport]) -> list[tuple[str, bool]]:
             text, TABLE_WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
             break_on_hyphens=False, break_long_words=False))
 
+    said: dict[str, str] = {}  # a reason given already: the row that gave it
     for row in rows:
         red = row.status.failed
         status = str(row.status)
         label = row.label if len(row.label) <= width else row.label[:width - 1] + "~"
         head = f"{label:<{width}} {status[:24]:<24} "
         why = row.why_no_figures()
+        if why in said:  # the reason of several GPU kernels in emulation, said once
+            why = f"as {said[why]}"
+        elif why:
+            said[why] = row.label
         if why:  # no timings: why not, where the figures would be
             lines.extend((line, red) for line in textwrap.wrap(
                 why, TABLE_WIDTH, initial_indent=head, subsequent_indent=" " * len(head),

@@ -7,7 +7,8 @@ interval. Each kernel then gets every evaluation of its search plotted in order 
 race, failed; the finalists ringed), how the speedup depends on each setting (a slice per
 setting, ranked by how much it moves the speedup), its failures by cause with an example,
 and its workloads, with the achieved GFLOP/s and GB/s where the kernel declares its work
-(``r3.kernel(work=...)``), the bytes against the copy bandwidth measured here."""
+(``r3.kernel(work=...)``): the flops against a one-thread BLAS matmul, the bytes against
+numpy moving as many bytes, both measured here."""
 
 from __future__ import annotations
 
@@ -28,7 +29,13 @@ header dl{display:grid;grid-template-columns:max-content auto;gap:.1em 1em;margi
 header dt{color:#666}
 table{border-collapse:collapse;margin:.5em 0 1em}
 th,td{border-bottom:1px solid #e4e4e4;padding:.25em .6em;text-align:left;vertical-align:top}
-td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+td.num{white-space:nowrap}
+table.summary{width:100%}
+table.summary code{font-size:.85em}
+table.workloads{width:100%}
+td.achieved{text-align:right}
+td.achieved span{white-space:nowrap}
 .fail{color:#b00}.good{color:#080}.muted{color:#777}
 section.kernel{border-top:1px solid #ccc;margin-top:2em}
 .big{font-size:1.6em;font-weight:600}
@@ -62,9 +69,9 @@ def _header(run: RunInfo, rows: list[KernelReport]) -> str:
 
 
 def _summary(rows: list[KernelReport]) -> str:
-    lines = ["<h2>Summary</h2><table><tr><th>kernel</th><th>status</th>"
+    lines = ["<h2>Summary</h2><table class='summary'><tr><th>kernel</th><th>status</th>"
              "<th class='num'>baseline</th><th class='num'>tuned</th>"
-             "<th class='num'>confirmed speedup [95%]</th><th class='num'>evaluations</th>"
+             "<th class='num'>confirmed speedup [95%]</th><th class='num'>evals</th>"
              "<th class='num'>failed</th><th>settings</th></tr>"]
     for row in with_buckets(rows):
         failed = sum(cause["count"] for cause in row.failure_causes)
@@ -191,39 +198,45 @@ def _workloads(row: KernelReport, run: RunInfo) -> str:
                     "recorded.</p>")
         return ""
     achieved = any("work" in w for w in row.workloads)
-    head = "<th>achieved (baseline &rarr; tuned)</th>" if achieved else ""
+    head = ("<th>achieved (baseline &rarr; tuned; hover for the peak)</th>" if achieved
+            else "")
     return ("<h4>Workloads</h4><p class='muted'>Baseline and tuned above are the weighted "
-            "total over these.</p><table><tr><th>workload</th><th>shape</th>"
+            "total over these.</p><table class='workloads'><tr><th>workload</th><th>shape</th>"
             "<th class='num'>weight</th><th class='num'>baseline</th><th class='num'>tuned"
             f"</th><th class='num'>speedup</th>{head}</tr>" + "".join(
-                f"<tr><td>{_e(w['origin'])}</td><td><code>{_e(w['shape'])}</code></td>"
+                f"<tr><td>{_e(w['origin']).replace('::', '::<wbr>')}</td>"
+                f"<td><code>{_e(w['shape']).replace(';', ';<wbr>')}</code></td>"
                 f"<td class='num'>{w['weight']:g}</td>"
                 f"<td class='num'>{human_seconds(w['baseline_median'])}</td>"
                 f"<td class='num'>{human_seconds(w['candidate_median'])}</td>"
                 f"<td class='num'>{w['speedup']:.2f}x</td>"
-                + (f"<td>{_throughput(w, run)}</td>" if achieved else "") + "</tr>"
+                + (f"<td class='achieved'>{_throughput(w, run)}</td>" if achieved else "")
+                + "</tr>"
                 for w in row.workloads) + "</table>")
 
 
 def _throughput(workload: dict, run: RunInfo) -> str:
-    """GFLOP/s and GB/s of one workload's call (from r3.kernel's work=), baseline and tuned;
-    bytes against the copy bandwidth measured on this machine."""
+    """GFLOP/s and GB/s of one workload's call (from r3.kernel's work=), baseline and tuned,
+    each as a share of what the machine reaches: a one-thread float32 BLAS matmul, and
+    numpy's y += x moving as many bytes (from the cache or memory that holds them), one
+    line per unit."""
     work = workload.get("work") or {}
+    moved = workload.get("stream_bandwidth")  # numpy moving as many bytes as the call
+    peaks = {"flops": (run.matmul_flops, "a one-thread float32 BLAS matmul"),
+             "bytes": (moved, "numpy y += x moving as many bytes") if moved else
+                      (run.stream_bandwidth, "numpy y += x streaming from memory")}
     parts = []
     for key, unit in (("flops", "GFLOP/s"), ("bytes", "GB/s")):
         if work.get(key):
             base = work[key] / workload["baseline_median"] / 1e9
             tuned = work[key] / workload["candidate_median"] / 1e9
             text = f"{base:.3g} &rarr; {tuned:.3g} {unit}"
-            if key == "bytes" and run.copy_bandwidth:
-                text += (f" ({100 * tuned * 1e9 / run.copy_bandwidth:.0f}% of the "
-                         f"{run.copy_bandwidth / 1e9:.3g} GB/s a copy reaches here)")
-            if key == "flops" and run.matmul_flops:
-                text += (f" ({100 * tuned * 1e9 / run.matmul_flops:.0f}% of the "
-                         f"{run.matmul_flops / 1e9:.3g} GFLOP/s a one-thread float32 BLAS "
-                         "matmul reaches here)")
+            peak, what = peaks[key]
+            if peak:
+                text = (f"<span title='of the {peak / 1e9:.3g} {unit} {what} reaches here'>"
+                        f"{text}, {100 * tuned * 1e9 / peak:.0f}% of peak</span>")
             parts.append(text)
-    return "; ".join(parts) or "-"
+    return "<br>".join(parts) or "-"
 
 
 def _evolution(row: KernelReport) -> str:
