@@ -112,3 +112,13 @@ def test_a_kept_baseline_says_why_under_its_status_with_the_baseline_time():
     assert (f"<p class='big muted'>baseline kept</p><p class='why'>{note}</p>"
             "<p>baseline 1.67 ms per timed run</p>") in section
     assert section.count(note) == 1 and "search estimate 1.04x" in section
+
+
+def test_the_largest_confirmed_speedup_comes_first():
+    slower = KernelReport("a_small_win", "cpu-x86_64", Status("tuned"), baseline_seconds=1e-3,
+                          tuned_seconds=8e-4, speedup=1.25, interval=[1.2, 1.3])
+    page = html.render([emulated_row(), slower, tuned_row()])
+    order = re.findall(r"<tr><td><a href='#k-([\w-]+)'>", page)
+    assert order == ["scale", "a-small-win", "stencil2d-with-a-long-name"]
+    sections = re.findall(r"<section class='kernel' id='k-([\w-]+)'>", page)
+    assert sections == order

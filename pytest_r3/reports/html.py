@@ -278,6 +278,8 @@ def _kernel(row: KernelReport, run: RunInfo) -> str:
 def render(rows: list[KernelReport], run: RunInfo | None = None) -> str:
     run = run or RunInfo()
     body = [_header(run, rows)]
+    # the largest confirmed speedups first, then the kernels without one, in their order
+    rows = sorted(rows, key=lambda row: -row.speedup if row.speedup is not None else 0.0)
     if rows:
         body.append(_summary(rows))
         body += [_kernel(row, run) for row in with_buckets(rows)]
