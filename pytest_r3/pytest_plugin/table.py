@@ -27,14 +27,25 @@ def table_lines(rows: list[KernelReport]) -> list[tuple[str, bool]]:
             text, TABLE_WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
             break_on_hyphens=False, break_long_words=False))
 
+    said: dict[str, str] = {}  # a reason given already: the row that gave it
     for row in rows:
         red = row.status.failed
         status = str(row.status)
         label = row.label if len(row.label) <= width else row.label[:width - 1] + "~"
-        lines.append((f"{label:<{width}} {status[:24]:<24} "
-                      f"{human_seconds(row.baseline_seconds):>9} "
-                      f"{human_seconds(row.tuned_seconds):>9} {_speedup(row):>19} "
-                      f"{f'{row.evaluations} ({row.new_evaluations})':>12}", red))
+        head = f"{label:<{width}} {status[:24]:<24} "
+        why = row.why_no_figures()
+        if why in said:  # the reason of several GPU kernels in emulation, said once
+            why = f"as {said[why]}"
+        elif why:
+            said[why] = row.label
+        if why:  # no timings: why not, where the figures would be
+            lines.extend((line, red) for line in textwrap.wrap(
+                why, TABLE_WIDTH, initial_indent=head, subsequent_indent=" " * len(head),
+                break_on_hyphens=False, break_long_words=False))
+        else:
+            lines.append((f"{head}{human_seconds(row.baseline_seconds):>9} "
+                          f"{human_seconds(row.tuned_seconds):>9} {_speedup(row):>19} "
+                          f"{f'{row.evaluations} ({row.new_evaluations})':>12}", red))
         if len(row.label) > width or len(status) > 24:
             wrapped(f"{row.label}: {status}", red=red)
         if row.describe_confirmation():
@@ -51,7 +62,7 @@ def table_lines(rows: list[KernelReport]) -> list[tuple[str, bool]]:
                     f"{workload['weight']:g}: {human_seconds(workload['baseline_median'])} -> "
                     f"{human_seconds(workload['candidate_median'])}, "
                     f"{workload['speedup']:.2f}x")
-        for note in row.notes:
+        for note in row.other_notes():
             wrapped(note)
     return lines
 

@@ -7,7 +7,8 @@ interval. Each kernel then gets every evaluation of its search plotted in order 
 race, failed; the finalists ringed), how the speedup depends on each setting (a slice per
 setting, ranked by how much it moves the speedup), its failures by cause with an example,
 and its workloads, with the achieved GFLOP/s and GB/s where the kernel declares its work
-(``r3.kernel(work=...)``), the bytes against the copy bandwidth measured here."""
+(``r3.kernel(work=...)``): the flops against a one-thread BLAS matmul, the bytes against
+numpy moving as many bytes, both measured here."""
 
 from __future__ import annotations
 
@@ -28,12 +29,19 @@ header dl{display:grid;grid-template-columns:max-content auto;gap:.1em 1em;margi
 header dt{color:#666}
 table{border-collapse:collapse;margin:.5em 0 1em}
 th,td{border-bottom:1px solid #e4e4e4;padding:.25em .6em;text-align:left;vertical-align:top}
-td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+td.num{white-space:nowrap}
+table.summary{width:100%}
+table.summary code{font-size:.85em}
+table.workloads{width:100%}
+td.achieved{text-align:right}
+td.achieved span{white-space:nowrap}
 .fail{color:#b00}.good{color:#080}.muted{color:#777}
 section.kernel{border-top:1px solid #ccc;margin-top:2em}
 .big{font-size:1.6em;font-weight:600}
 .slices{display:flex;flex-wrap:wrap;gap:.5em}
-code{background:#f4f4f4;padding:0 .2em;border-radius:3px;overflow-wrap:anywhere}
+code{background:#f4f4f4;padding:0 .2em;border-radius:3px}
+.why{color:#555;font-style:italic}
 svg{display:block;margin:.4em 0;max-width:100%;height:auto}
 """
 
@@ -54,27 +62,28 @@ def _header(run: RunInfo, rows: list[KernelReport]) -> str:
                         + (f" on {run.branch}" if run.branch else "")),
              ("machine", f"{run.cpu or 'CPU unknown'}, {run.cores} cores, {run.machine}"),
              ("target", targets), ("load", run.describe_load()),
+             *([("peak", run.describe_peaks())] if run.describe_peaks() else []),
              ("tool", f"pytest-r3 {run.version}, Python {run.python}")]
     return (f"<header><h1>pytest-r3 {_e(title)}</h1><dl>" + "".join(
         f"<dt>{_e(key)}</dt><dd>{_e(value)}</dd>" for key, value in items) + "</dl></header>")
 
 
 def _summary(rows: list[KernelReport]) -> str:
-    lines = ["<h2>Summary</h2><table><tr><th>kernel</th><th>status</th>"
+    lines = ["<h2>Summary</h2><table class='summary'><tr><th>kernel</th><th>status</th>"
              "<th class='num'>baseline</th><th class='num'>tuned</th>"
-             "<th class='num'>confirmed speedup [95%]</th><th class='num'>evaluations</th>"
+             "<th class='num'>confirmed speedup [95%]</th><th class='num'>evals</th>"
              "<th class='num'>failed</th><th>settings</th></tr>"]
     for row in with_buckets(rows):
         failed = sum(cause["count"] for cause in row.failure_causes)
         css = "fail" if row.status.failed else ""
-        lines.append(
-            f"<tr><td><a href='#{_anchor(row)}'>{_e(row.label)}</a></td>"
-            f"<td class='{css}'>{_e(str(row.status))}</td>"
-            f"<td class='num'>{human_seconds(row.baseline_seconds)}</td>"
-            f"<td class='num'>{human_seconds(row.tuned_seconds)}</td>"
-            f"<td class='num'>{_interval(row)}</td><td class='num'>{row.evaluations}</td>"
-            f"<td class='num'>{failed}</td><td><code>{_e(row.describe_changes())}</code>"
-            "</td></tr>")
+        why = row.why_no_figures()
+        figures = (f"<td colspan='6' class='why'>{_e(why)}</td>" if why else
+                   f"<td class='num'>{human_seconds(row.baseline_seconds)}</td>"
+                   f"<td class='num'>{human_seconds(row.tuned_seconds)}</td>"
+                   f"<td class='num'>{_interval(row)}</td><td class='num'>{row.evaluations}"
+                   f"</td><td class='num'>{failed}</td><td>{_settings(row)}</td>")
+        lines.append(f"<tr><td><a href='#{_anchor(row)}'>{_e(row.label)}</a></td>"
+                     f"<td class='{css}'>{_e(str(row.status))}</td>{figures}</tr>")
     lines.append("</table>")
     measured = [(row.label, row.speedup, *(row.interval if len(row.interval) == 2
                                            else (None, None)))
@@ -85,13 +94,27 @@ def _summary(rows: list[KernelReport]) -> str:
     return "".join(lines)
 
 
+def _settings(row: KernelReport) -> str:
+    return _code(row.describe_changes())
+
+
+def _code(text: str) -> str:
+    """Settings as code that wraps after a comma, never inside a pass's name."""
+    return "<code>" + _e(text).replace(",", ",<wbr>") + "</code>"
+
+
 def _anchor(row: KernelReport) -> str:
     return "k-" + "".join(c if c.isalnum() else "-" for c in row.label)
 
 
 def _headline(row: KernelReport) -> str:
-    if row.speedup is None:
-        return f"<p class='big muted'>{_e(str(row.status))}</p>"
+    if row.speedup is None:  # no claim: why not, and what the baseline measured
+        why = _why(row)
+        baseline = (f"<p>baseline {human_seconds(row.baseline_seconds)} per timed run</p>"
+                    if row.baseline_seconds is not None else "")
+        return (f"<p class='big muted'>{_e(str(row.status))}</p>"
+                + (f"<p class='why'>{_e(why)}</p>" if why else "") + baseline
+                + f"<p class='muted'>{_e(row.describe_confirmation())}</p>")
     css = "good" if row.speedup >= 1 else "fail"
     interval = (f" (95% interval {row.interval[0]:.2f}-{row.interval[1]:.2f})"
                 if len(row.interval) == 2 else "")
@@ -99,6 +122,12 @@ def _headline(row: KernelReport) -> str:
             f"{human_seconds(row.baseline_seconds)} &rarr; {human_seconds(row.tuned_seconds)}"
             f" per timed run, {_e(str(row.status))}</p>"
             f"<p class='muted'>{_e(row.describe_confirmation())}</p>")
+
+
+def _why(row: KernelReport) -> str:
+    """Why a row claims no speedup, shown under its status: why it has no timings, or for
+    a kept baseline its first note (nothing beat the noise band, the claim did not hold)."""
+    return row.why_no_figures() or (row.notes[0] if row.baseline_kept and row.notes else "")
 
 
 def _setting_groups(row: KernelReport) -> list[tuple[str, float, list[tuple[str, list[float]]]]]:
@@ -157,7 +186,7 @@ def _failures(row: KernelReport) -> str:
             "<th class='num'>count</th><th>example settings</th><th>first diagnostic</th>"
             "</tr>" + "".join(
                 f"<tr><td class='fail'>{_e(c['status'])}</td><td class='num'>{c['count']}"
-                f"</td><td><code>{_e(c['example'])}</code></td><td><code>"
+                f"</td><td>{_code(c['example'])}</td><td><code>"
                 f"{_e(c['diagnostic'] or '-')}</code></td></tr>" for c in row.failure_causes)
             + "</table>")
 
@@ -169,35 +198,45 @@ def _workloads(row: KernelReport, run: RunInfo) -> str:
                     "recorded.</p>")
         return ""
     achieved = any("work" in w for w in row.workloads)
-    head = "<th>achieved (baseline &rarr; tuned)</th>" if achieved else ""
+    head = ("<th>achieved (baseline &rarr; tuned; hover for the peak)</th>" if achieved
+            else "")
     return ("<h4>Workloads</h4><p class='muted'>Baseline and tuned above are the weighted "
-            "total over these.</p><table><tr><th>workload</th><th>shape</th>"
+            "total over these.</p><table class='workloads'><tr><th>workload</th><th>shape</th>"
             "<th class='num'>weight</th><th class='num'>baseline</th><th class='num'>tuned"
             f"</th><th class='num'>speedup</th>{head}</tr>" + "".join(
-                f"<tr><td>{_e(w['origin'])}</td><td><code>{_e(w['shape'])}</code></td>"
+                f"<tr><td>{_e(w['origin']).replace('::', '::<wbr>')}</td>"
+                f"<td><code>{_e(w['shape']).replace(';', ';<wbr>')}</code></td>"
                 f"<td class='num'>{w['weight']:g}</td>"
                 f"<td class='num'>{human_seconds(w['baseline_median'])}</td>"
                 f"<td class='num'>{human_seconds(w['candidate_median'])}</td>"
                 f"<td class='num'>{w['speedup']:.2f}x</td>"
-                + (f"<td>{_throughput(w, run)}</td>" if achieved else "") + "</tr>"
+                + (f"<td class='achieved'>{_throughput(w, run)}</td>" if achieved else "")
+                + "</tr>"
                 for w in row.workloads) + "</table>")
 
 
 def _throughput(workload: dict, run: RunInfo) -> str:
-    """GFLOP/s and GB/s of one workload's call (from r3.kernel's work=), baseline and tuned;
-    bytes against the copy bandwidth measured on this machine."""
+    """GFLOP/s and GB/s of one workload's call (from r3.kernel's work=), baseline and tuned,
+    each as a share of what the machine reaches: a one-thread float32 BLAS matmul, and
+    numpy's y += x moving as many bytes (from the cache or memory that holds them), one
+    line per unit."""
     work = workload.get("work") or {}
+    moved = workload.get("stream_bandwidth")  # numpy moving as many bytes as the call
+    peaks = {"flops": (run.matmul_flops, "a one-thread float32 BLAS matmul"),
+             "bytes": (moved, "numpy y += x moving as many bytes") if moved else
+                      (run.stream_bandwidth, "numpy y += x streaming from memory")}
     parts = []
     for key, unit in (("flops", "GFLOP/s"), ("bytes", "GB/s")):
         if work.get(key):
             base = work[key] / workload["baseline_median"] / 1e9
             tuned = work[key] / workload["candidate_median"] / 1e9
             text = f"{base:.3g} &rarr; {tuned:.3g} {unit}"
-            if key == "bytes" and run.copy_bandwidth:
-                text += (f" ({100 * tuned * 1e9 / run.copy_bandwidth:.0f}% of the "
-                         f"{run.copy_bandwidth / 1e9:.3g} GB/s a copy reaches here)")
+            peak, what = peaks[key]
+            if peak:
+                text = (f"<span title='of the {peak / 1e9:.3g} {unit} {what} reaches here'>"
+                        f"{text}, {100 * tuned * 1e9 / peak:.0f}% of peak</span>")
             parts.append(text)
-    return "; ".join(parts) or "-"
+    return "<br>".join(parts) or "-"
 
 
 def _evolution(row: KernelReport) -> str:
@@ -217,15 +256,21 @@ def _kernel(row: KernelReport, run: RunInfo) -> str:
     parts = [f"<section class='kernel' id='{_anchor(row)}'><h3>{_e(row.label)} "
              f"<small class='muted'>{_e(row.target)}</small></h3>", _headline(row)]
     if row.changes:
-        parts.append(f"<p>Settings: <code>{_e(row.describe_changes())}</code></p>")
+        parts.append(f"<p>Settings: {_settings(row)}</p>")
     if row.evaluation_log:
         parts.append(f"<h4>Every evaluation ({len(row.evaluation_log)}, "
-                     f"{row.new_evaluations} new, {_e(row.optimizer or '-')})</h4>")
+                     f"{row.new_evaluations} new, {_e(row.optimizer or '-')})</h4>"
+                     "<p class='muted'>Each dot is the search's estimate for one candidate "
+                     "(grey: it lost its race, stopped after a brief timing as clearly "
+                     "slower than the best so far; a red cross: it failed, see below)"
+                     + ("; the purple line across is the speedup confirmed afterwards"
+                        if row.speedup is not None else "") + ".</p>")
         parts.append(svg.evaluations_chart(row.evaluation_log, row.speedup))
     parts += [_settings_section(row), _failures(row), _workloads(row, run),
               _evolution(row)]
-    if row.notes:
-        parts.append("<ul>" + "".join(f"<li>{_e(note)}</li>" for note in row.notes) + "</ul>")
+    notes = [note for note in row.notes if row.speedup is not None or note != _why(row)]
+    if notes:
+        parts.append("<ul>" + "".join(f"<li>{_e(note)}</li>" for note in notes) + "</ul>")
     parts.append("</section>")
     return "".join(parts)
 
@@ -233,6 +278,8 @@ def _kernel(row: KernelReport, run: RunInfo) -> str:
 def render(rows: list[KernelReport], run: RunInfo | None = None) -> str:
     run = run or RunInfo()
     body = [_header(run, rows)]
+    # the largest confirmed speedups first, then the kernels without one, in their order
+    rows = sorted(rows, key=lambda row: -row.speedup if row.speedup is not None else 0.0)
     if rows:
         body.append(_summary(rows))
         body += [_kernel(row, run) for row in with_buckets(rows)]

@@ -20,6 +20,8 @@ def render(rows: list[KernelReport], kind: str = "tuning") -> str:
     ]
     for row in with_buckets(rows):
         flag = " (review)" if row.review else ""
+        if row.why_no_figures():  # why there are no timings, where they would be
+            flag += f" ({row.why_no_figures()})"
         lines.append(
             f"| {_name(row)} | {row.target} | {row.status}{flag} | {_us(row.baseline_seconds)} "
             f"| {_us(row.tuned_seconds)} | {row.describe_interval()} | {row.evaluations} "
@@ -54,7 +56,7 @@ def render(rows: list[KernelReport], kind: str = "tuning") -> str:
                 cells = ", ".join(f"island {c['island']} cell {tuple(c['cell'])}: "
                                   f"{c['speedup']:.2f}x" for c in row.archive)
                 lines += ["", f"Archive: {cells}"]
-    notes = [(row.kernel, note) for row in rows for note in row.notes]
+    notes = [(row.kernel, note) for row in rows for note in row.other_notes()]
     if notes:
         lines += ["", "Notes:", ""] + [f"- `{kernel}`: {note}" for kernel, note in notes]
     test_sized = [row.kernel for row in rows if row.timed_on == "test inputs"]

@@ -83,6 +83,18 @@ class KernelReport:
         """The search ran and found nothing to lock: the baseline stays."""
         return self.status.outcome == "baseline kept"
 
+    def why_no_figures(self) -> str:
+        """Why a row has no timings ("" when it has some): its last note, else its status's
+        detail, so a CUDA kernel in emulation says so where its figures would be."""
+        if self.speedup is not None or self.baseline_seconds is not None:
+            return ""
+        return self.notes[-1] if self.notes else self.status.detail
+
+    def other_notes(self) -> list[str]:
+        """The notes not already shown as :meth:`why_no_figures`."""
+        why = self.why_no_figures()
+        return [note for note in self.notes if note != why]
+
     def describe_interval(self) -> str:
         """The speedup with its 95% interval, ``2.91x [2.80-3.02]``, or "-"."""
         if self.speedup is None:

@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 
 COLOURS = {"ok": "#1f77b4", "lost race": "#b0b0b0", "failed": "#d62728",
-           "best": "#2ca02c", "finalist": "#ff7f0e"}
+           "best": "#2ca02c", "finalist": "#ff7f0e", "confirmed": "#7b2d8e"}
 FONT = 'font-family="sans-serif"'
 
 
@@ -57,7 +57,9 @@ class Frame:
             value - self.y0) / span
 
     def axes(self, x_format=lambda v: f"{v:g}", y_format=_speedup_label,
-             x_ticks: Sequence[tuple[float, str]] | None = None) -> list[str]:
+             x_ticks: Sequence[tuple[float, str]] | None = None,
+             slanted: bool = False) -> list[str]:
+        """``slanted``: tick labels at an angle, for long ones (give a taller bottom)."""
         inner = self.width - self.left - self.right
         parts = [f'<rect x="{self.left}" y="{self.top}" width="{inner}"'
                  f' height="{self.height - self.top - self.bottom}" fill="#fff" stroke="#ccc"/>']
@@ -68,11 +70,13 @@ class Frame:
                          f' font-size="11" text-anchor="end" {FONT}>{y_format(value)}</text>')
         for value, label in (x_ticks if x_ticks is not None
                              else [(v, x_format(v)) for v in self.x_ticks]):
-            x = self.x(value)
+            x, y = self.x(value), self.height - self.bottom + 16
+            placed = (f'text-anchor="end" transform="rotate(-35 {x + 4:.1f} {y - 6})"'
+                      if slanted else 'text-anchor="middle"')
             parts.append(f'<line x1="{x:.1f}" y1="{self.height - self.bottom}" x2="{x:.1f}" '
                          f'y2="{self.height - self.bottom + 4}" stroke="#666"/>'
-                         f'<text x="{x:.1f}" y="{self.height - self.bottom + 16}" font-size="11"'
-                         f' text-anchor="middle" {FONT}>{html.escape(label)}</text>')
+                         f'<text x="{x + 4 if slanted else x:.1f}" y="{y}" font-size="11" '
+                         f'{placed} {FONT}>{html.escape(label)}</text>')
         parts.append(f'<text x="{(self.left + self.width - self.right) / 2:.0f}" '
                      f'y="{self.height - 6}" font-size="12" text-anchor="middle" {FONT}>'
                      f'{html.escape(self.x_label)}</text>')
@@ -109,13 +113,13 @@ def evaluations_chart(points: list[dict], confirmed: float | None,
                       width: int = 720, height: int = 280) -> str:
     """Speedup by evaluation: every evaluation a dot coloured by outcome (failed ones on
     the bottom edge), the best so far as a step line, confirmed finalists ringed, and the
-    confirmed speedup as a green line."""
+    confirmed speedup as a purple line."""
     if not points:
         return "<p>No evaluation was run.</p>"
     measured = [p["speedup"] for p in points if p["speedup"] is not None]
     top = max([*measured, confirmed or 0.0, 1.0]) * 1.08
     frame = Frame(width, height, (0, max(p["index"] for p in points)), (0, top),
-                  "evaluation", "speedup over the baseline", top=30)
+                  "evaluation", "speedup (search estimate)", top=30)
     parts = frame.axes(x_format=lambda v: f"{v:g}")
     parts.append(frame.baseline())
     best, steps = 1.0, []
@@ -149,12 +153,13 @@ def evaluations_chart(points: list[dict], confirmed: float | None,
     if confirmed:
         y = frame.y(confirmed)
         parts.append(f'<line x1="{frame.left}" y1="{y:.1f}" x2="{width - frame.right}" '
-                     f'y2="{y:.1f}" stroke="{COLOURS["best"]}" stroke-width="2">'
+                     f'y2="{y:.1f}" stroke="{COLOURS["confirmed"]}" stroke-width="2">'
                      f'<title>confirmed speedup {confirmed:.2f}x</title></line>')
     parts += legend([(COLOURS["ok"], "ok"), (COLOURS["lost race"], "lost race"),
                      (COLOURS["failed"], "failed (on the axis)"),
                      (COLOURS["finalist"], "finalist (ringed)"),
-                     (COLOURS["best"], "best so far / confirmed")], frame.left,
+                     (COLOURS["best"], "best estimate so far"),
+                     *([(COLOURS["confirmed"], "confirmed")] if confirmed else [])], frame.left,
                     frame.top - 10)
     return frame.svg(parts, "speedup of every evaluation, in order")
 
@@ -163,14 +168,20 @@ def slice_chart(name: str, groups: list[tuple[str, list[float]]], width: int = 3
                 height: int = 220) -> str:
     """How the speedup depends on one setting: each value's evaluations as dots, their
     median as a bar."""
-    width = max(width, 70 + 64 * len(groups))  # room for each value's label
+    longest = max(len(label) for label, _ in groups)
+    slanted = longest > 9  # pass names: slanted, whole, rather than cut to fit
+    limit = 24 if slanted else 9
+    width = max(width, 70 + (30 if slanted else 64) * len(groups))  # room for each label
+    bottom = 40 + (int(3.5 * min(longest, limit)) if slanted else 0)
     values = [v for _, speedups in groups for v in speedups]
     top = max([*values, 1.0]) * 1.08
     count = len(groups)
-    frame = Frame(width, height, (-0.5, count - 0.5), (0, top), name, "speedup")
-    limit = 9  # labels shortened to fit side by side
+    first = min(len(groups[0][0]), limit)  # the one label that may reach past the axis
+    left = max(56, int(4.9 * first) - 10) if slanted else 56
+    frame = Frame(width + left - 56, height + bottom - 40, (-0.5, count - 0.5), (0, top),
+                  name, "estimated speedup", left=left, bottom=bottom)
     parts = frame.axes(x_ticks=[(i, _short(label, limit)) for i, (label, _) in
-                                enumerate(groups)])
+                                enumerate(groups)], slanted=slanted)
     parts.append(frame.baseline())
     for i, (label, speedups) in enumerate(groups):
         for j, value in enumerate(speedups):

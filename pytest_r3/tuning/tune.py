@@ -19,6 +19,7 @@ from ..outputs import write_text_atomic
 from ..replay.protocol import Candidate
 from ..reports import KernelReport, Status
 from ..reports.model import describe_settings
+from ..reports.run import stream_bandwidth
 from ..search.parametrization import SearchSpace
 from ..search.results import ResultStore, configuration_key, result_context
 from ..search.tuner import Tuner
@@ -367,6 +368,8 @@ def _achieved_work(kernel, tuning: Tuning, row: KernelReport) -> None:
             amounts = kernel.work({**recording.inputs, **recording.scalars})
             workload["work"] = {key: float(amounts[key]) for key in ("flops", "bytes")
                                 if key in amounts}
+            if workload["work"].get("bytes"):  # its peak: numpy moving as many bytes
+                workload["stream_bandwidth"] = stream_bandwidth(workload["work"]["bytes"])
         except Exception as exc:  # the user's function: its failure is reported
             row.notes.append(f"work= failed on workload {workload['origin']}: "
                              f"{type(exc).__name__}: {exc}")
