@@ -22,6 +22,8 @@ from pytest_r3.search.parametrization import SearchSpace
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
+CLI = (sys.executable, "-m", "pytest_r3.cli")  # the `pytest-r3` command, venv or not
+
 
 def pytest_help(pytester) -> str:
     return pytester.runpytest("--help").stdout.str()
@@ -174,8 +176,9 @@ def test_every_flag_variable_file_and_link_the_docs_name_exists(pytester):
     renamed or removed names are caught here rather than by the reader."""
     flags = set(help_flags(pytester))
     package = DOCS.parent / "pytest_r3"
-    read = set(re.findall(r"PYTEST_R3_[A-Z0-9_]+", "\n".join(
-        path.read_text() for path in package.rglob("*.py"))))
+    read = set(re.findall(r"PYTEST_R3_[A-Z0-9_]+", "\n".join(  # the tests' own too
+        path.read_text() for folder in (package, DOCS.parent / "tests")
+        for path in folder.rglob("*.py"))))
     pyproject = (DOCS.parent / "pyproject.toml").read_text()
     extras = set(re.findall(r"^([a-z0-9-]+) = \[", pyproject.split(
         "[project.optional-dependencies]", 1)[1].split("\n[", 1)[0], re.M))
@@ -257,7 +260,7 @@ def test_api_md_documents_every_pytest_r3_command_as_its_help_does():
     ``pytest-r3 --help``, and each row's synopsis names that subcommand's options with
     their values, no more and no fewer."""
     def run(*args: str) -> str:
-        result = subprocess.run(["pytest-r3", *args, "--help"], capture_output=True, text=True,
+        result = subprocess.run([*CLI, *args, "--help"], capture_output=True, text=True,
                                 timeout=60)
         assert result.returncode == 0, result.stderr
         return result.stdout
@@ -340,7 +343,7 @@ def test_the_hip_md_build_sample_is_what_pytest_r3_build_prints(tmp_path):
         pytest.skip("hipcc is installed: the build compares its figures, the sample does not")
     text = (DOCS / "hip.md").read_text().split("pytest-r3 build row_sums --target gfx942", 1)[1]
     sample = text.split("```\n", 2)[2].split("```", 1)[0]
-    result = subprocess.run(["pytest-r3", "build", "row_sums", "--target", "gfx942"],
+    result = subprocess.run([*CLI, "build", "row_sums", "--target", "gfx942"],
                             cwd=example_project(tmp_path), capture_output=True, text=True,
                             env=environment_without_pytest(), timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
