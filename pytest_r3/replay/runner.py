@@ -231,16 +231,19 @@ class Runner:
             return Arguments([args]), buffers
         size = sum(case.slots[n].values.nbytes for n in restore)
         count = max(1, min(ROTATION, ROTATION_BYTES // max(size, 1)))
-        copies = [(args, buffers)] + [
-            self._arguments(case, {}, timed_seed(guard_seed, which, index, k, order),
-                            plain=True)
-            for k in range(1, count)]
+        copies = [(args, buffers)]
+
+        def another() -> list:  # the next copy, made when timing first needs it
+            copies.append(self._arguments(
+                case, {}, timed_seed(guard_seed, which, index, len(copies), order),
+                plain=True))
+            return copies[-1][0]
 
         def put_back(used: int) -> None:
             for _, copy in copies[:used]:
                 for number in restore:
                     np.copyto(copy[number].array, case.slots[number].values)
-        return Arguments([a for a, _ in copies], put_back), buffers
+        return Arguments([args], put_back, another, count), buffers
 
     def time(self, variant: str, case_indices: list[int], guard_seed: int,
              checks: list[dict], weights: list[float] | None = None,
