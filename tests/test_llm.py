@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -236,7 +237,8 @@ def test_tune_with_a_model_finds_verifies_and_patches_a_better_loop_order(mm_pro
     # why the others failed, in words, in the tuning row (not a dict, not only the logs)
     words = " ".join(result.stdout.split())  # the row wraps at the terminal's width
     assert "failed: compile_error 1 (first: mm.c:" in words
-    assert "wrong_output 1 (first: recording " in words
+    # (the run that caught it may be named first: another thread, flush-to-zero)
+    assert re.search(r"wrong_output 1 \(first: [^)]*recording ", words), words
     assert (mm_project / "mm.c").read_text() == NAIVE  # the user's file is untouched
 
     lock = json.loads((mm_project / "r3.lock").read_text())
