@@ -556,7 +556,7 @@ void scaled_add(long n, float alpha, const float *x, float *y)
         return;
     }
 """ + SLOW + """#elif PATH == 2
-#pragma clang loop vectorize_width(4) interleave(disable) unroll(disable)
+#pragma clang loop vectorize_width(2) interleave(disable) unroll(disable)
     for (long i = 0; i < n; ++i)
         y[i] = alpha * x[i] + y[i];
 #else
