@@ -41,7 +41,7 @@ SLICE_SECONDS = 2.5e-4  # launches timed between two readings of the clocks
 # a checked sample of at least this many launches starts with one launch left untimed
 WARM_FROM = 4
 # A sample taken again after losing its core has at least this many slices (a sample of
-# launches of 250 us or more is one launch, one slice: quietly, that is all it needs, and
+# launches of 0.5 ms or more is one launch, one slice: quietly, that is all it needs, and
 # at load 20 on 2 cores, 40% of 1.5 ms launches lost the core).
 MIN_SLICES = 3
 
@@ -55,21 +55,10 @@ def descheduled(wall_ns: int, cpu_ns: int) -> bool:
 @dataclass
 class Arguments:
     """Launch arguments for timed launches: one set, or ``copies`` whose written buffers
-    ``restore(n)`` puts back to the recorded values (the first ``n`` copies). Copies past
-    the first are made by ``extra`` only when a slice first needs them (up to ``most``): a
-    sample of one launch uses one copy, and making four of a 16 MiB kernel's buffers took
-    longer than its timing's launches."""
+    ``restore(n)`` puts back to the recorded values (the first ``n`` copies)."""
 
     copies: list[list]
     restore: Callable[[int], None] | None = None
-    extra: Callable[[], list] | None = None
-    most: int = 1
-
-    def prepared(self, count: int) -> int:
-        """Copies made up to ``count`` (``most`` at most); how many there are."""
-        while len(self.copies) < min(count, self.most) and self.extra is not None:
-            self.copies.append(self.extra())
-        return len(self.copies)
 
 
 @dataclass
@@ -112,7 +101,7 @@ class Sampler:
     def per_slice(self, single: float, arguments: Arguments) -> int:
         """Launches in one slice: about SLICE_SECONDS, at most one per prepared copy."""
         count = max(1, math.ceil(SLICE_SECONDS / max(single, 1e-9)))
-        return min(count, arguments.prepared(count)) if arguments.restore else count
+        return min(count, len(arguments.copies)) if arguments.restore else count
 
     def single(self, launcher, arguments: Arguments) -> float:
         """One launch's seconds, for sizing samples: its CPU time if that is less (a launch
