@@ -6,7 +6,8 @@ For each locked kernel the script replays the locked settings against the baseli
 tuning takes), and prints the claim (speedup and 95% interval from the lock entry), each
 re-measurement (speedup, 95% interval, share of samples dropped), and two verdicts:
 
-- ``within``: the median re-measured speedup lies within the claimed interval;
+- ``within``: the median re-measured speedup lies within the claimed interval, and how
+  many of the repeats each do (``3/3``);
 - ``real``: the re-measured speedup is beyond +-3% of 1 (a claim is never made for a
   variant within 3% of the baseline).
 
@@ -59,7 +60,7 @@ def main() -> None:
     lock = json.loads((args.project / "r3.lock").read_text())
     r3_dir = args.project / args.r3_dir
     figures = {}
-    print(f"{'kernel':<14} {'claimed':>22} {'re-measured (each repeat)':<52} within real")
+    print(f"{'kernel':<14} {'claimed':>22} {'re-measured (each repeat)':<52} within   real")
     for kernel, targets in sorted(lock["kernels"].items()):
         for target, entry in targets.items():
             runs = [remeasure(kernel, entry, r3_dir, args.rounds) for _ in range(args.repeats)]
@@ -68,16 +69,19 @@ def main() -> None:
             low, high = entry.get("speedup_interval") or [claimed, claimed]
             median = statistics.median(run["speedup"] for run in good) if good else None
             within = median is not None and low <= median <= high
+            each = sum(low <= run["speedup"] <= high for run in good)
             real = median is not None and abs(median - 1) > MARGIN
             cells = ", ".join(
                 f"{run['speedup']:.2f}x [{run['interval'][0]:.2f}-{run['interval'][1]:.2f}] "
                 f"{100 * run['dropped_share']:.0f}%d" if "error" not in run else run["error"]
                 for run in runs)
             print(f"{kernel:<14} {claimed:>7.2f}x [{low:.2f}-{high:.2f}]   {cells:<52} "
-                  f"{'yes' if within else 'NO':>6} {'yes' if real else 'NO':>4}")
+                  f"{'yes' if within else 'NO':>3} {each}/{len(runs)} "
+                  f"{'yes' if real else 'NO':>4}")
             figures[f"{kernel}/{target}"] = {"claimed": claimed, "interval": [low, high],
                                              "remeasured": runs, "median": median,
-                                             "within": within, "real": real}
+                                             "within": within, "within_each": each,
+                                             "real": real}
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
 

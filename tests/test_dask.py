@@ -158,8 +158,8 @@ def test_dask_gives_the_lock_entry_of_the_local_pool(tmp_path: Path):
         # that may stop a run from writing the lock entry
         for project, output in ((local, plain.stdout), (dask, spread.stdout)):
             if not (project / "r3.lock").exists():
-                assert "beyond the noise band" in output \
-                    or "did not reproduce in a fresh worker process" in output, output
+                assert "beyond the noise band" in output or "did not reproduce in" in output \
+                    or "could not be timed again" in output, output
     else:
         pytest.fail("three times, timing noise kept the baseline in one of the runs")
 

@@ -338,7 +338,11 @@ def test_a_race_is_lost_won_or_tied_only_on_enough_clear_rounds():
     assert not _outrun(*behind, None, settings) and not _ahead(*ahead, None, 3)
     even = _rounds([1.01, 0.99, 1.0, 1.015, 0.995])
     assert _tied(*even, 1.0, settings)
-    assert not _tied(even[0][:4], even[1][:4], 1.0, settings)  # fewer than the minimum
+    # fewer than the minimum, one round not within 2%: not yet
+    assert not _tied(*_rounds([1.01, 0.97, 1.0, 1.015]), 1.0, settings)
+    # every round within 2% of the speedup to beat: tied from the second on
+    assert _tied(*_rounds([1.01, 0.99]), 1.0, settings)
+    assert not _tied(*_rounds([1.01]), 1.0, settings)
     assert not _tied(*_rounds([1.05] * 5), 1.0, settings)  # 5% ahead is no tie
     assert _tied(*_rounds([2.02] * 5), 2.0, settings)  # within 2% of the speedup to beat
     assert not _tied(*even, None, settings)  # unraced: every round runs

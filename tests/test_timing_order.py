@@ -140,16 +140,16 @@ def test_a_sample_that_lost_its_core_is_taken_again_alone():
     sample would throw away seven clean ones and, on a machine where long
     launches often lose the core, leave no clean round at all: only the lost sample is
     taken again, and the figures are those of an undisturbed timing."""
-    # three launches per sample, all in one slice (the fake's launches take no CPU time);
-    # after the sizing launch and a warm-up round of four samples (5 calls), the first
-    # timed sample loses the core and is dropped
-    backend = Interrupted(lost=range(6, 7))
+    # three launches per sample, known (no sizing launch), all in one slice (a sample's
+    # share of min_sample_seconds is well under a slice); after a warm-up round of four
+    # samples (4 calls), the first timed sample loses the core and is dropped
+    backend = Interrupted(lost=range(5, 6))
     settings = ReplaySettings(timing_rounds=5, min_timing_rounds=5, warmup_rounds=1,
-                              min_sample_seconds=2 * LAUNCH)
+                              min_sample_seconds=3e-4)
     timing = interleaved_speedup(backend, baseline, candidate, [Arguments([[0]])],
                                  [Arguments([[1]])], settings, repeats=[3])
-    # one sizing launch, a warm-up round, 5 rounds of 8 samples, and one sample taken again
-    assert backend.calls == 1 + 4 + 5 * 8 + 1
+    # a warm-up round, 5 rounds of 8 samples, and one sample taken again
+    assert backend.calls == 4 + 5 * 8 + 1
     assert timing.rounds == 5 and timing.dropped == 1
     assert timing.speedup == pytest.approx(1.0)
 

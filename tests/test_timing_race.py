@@ -1,7 +1,8 @@
-"""Timings that stop once their question is answered. Racing, on half-rounds: a clearly
-slower candidate stops after three halves of four samples (what three rounds of four cost
-before rounds of eight), and a candidate equal to the speedup to beat is declared a loser
-no more often than over whole rounds. On a slow-path probe: the first round that reads
+"""Timings that stop once their question is answered. Racing, on half-rounds: a candidate
+far behind the speedup to beat stops after one half, another clearly slower one after
+three halves of four samples (what three rounds of four cost before rounds of eight), and
+a candidate equal to the speedup to beat is declared a loser no more often than over
+whole rounds. On a slow-path probe: the first round that reads
 not slower ends the timing, with the verdict every round would have given.
 
 The fake backends here are clocks, not kernels (as in test_timing_order.py): each answers a
@@ -20,7 +21,8 @@ from pytest_r3.replay.sampling import Arguments
 from pytest_r3.replay.timing import interleaved_speedup
 
 LAUNCH = 1e-3
-# one launch per sample, one warm-up half for a racing candidate (race_warmup_rounds 1)
+# one launch per sample, known (no sizing launch): a racing candidate's warm-up is one launch
+# of each variant, an unraced timing's one warm-up half
 SETTINGS = ReplaySettings(timing_rounds=12, min_timing_rounds=3, warmup_rounds=2,
                           race_warmup_rounds=1, min_sample_seconds=LAUNCH)
 
@@ -58,23 +60,58 @@ def _race(backend, cases: int = 1, settings: ReplaySettings = SETTINGS,
 def test_a_clear_loser_stops_after_three_half_rounds():
     """Rounds of eight samples made a clear loser pay two whole rounds (16 timed samples)
     where three rounds of four (12) did before; it now stops after three halves (12)."""
+    backend = Slower(1.1)
+    timing = _race(backend)
+    assert timing.raced and timing.stopped == "raced"
+    # a launch of each variant to warm up, three timed halves
+    assert backend.calls == 2 + 3 * 4
+    assert timing.rounds == 1  # the whole round before the deciding half; its figure stands
+    assert timing.speedup == pytest.approx(1 / 1.1)
+
+
+def test_a_loser_far_behind_stops_after_one_half():
+    """Most of a search's candidates are far behind its best: one half (each variant once on
+    each set) already says so, and its figures are the timing's (one round)."""
     backend = Slower(1.5)
     timing = _race(backend)
     assert timing.raced and timing.stopped == "raced"
-    # one sizing launch, a warm-up half, three timed halves
-    assert backend.calls == 1 + 4 + 3 * 4
-    assert timing.rounds == 1  # the whole round before the deciding half; its figure stands
+    assert backend.calls == 2 + 4
+    assert timing.rounds == 1 and len(timing.by_set) == 1
     assert timing.speedup == pytest.approx(1 / 1.5)
+    assert timing.by_set[0] == pytest.approx((LAUNCH, 1.5 * LAUNCH) * 2)
+
+
+class FirstSlow:
+    """A fake backend on which each variant's first launch is three times slower (code,
+    caches and pages cold), the candidate as fast as the baseline after."""
+
+    cpu_clock = "thread"
+
+    def __init__(self) -> None:
+        self.seen: set = set()
+
+    def time(self, launcher, args, repeat: int) -> list[float]:
+        first = launcher not in self.seen
+        self.seen.add(launcher)
+        return [LAUNCH * (3.0 if first else 1.0)] + [LAUNCH] * (repeat - 1)
+
+
+def test_a_first_launch_that_is_slow_does_not_sink_an_equal_candidate():
+    """The race's warm-up launches each variant once, untimed: a candidate's first launch,
+    slow here as the baseline's never is (the baseline ran before), is not its first half."""
+    timing = _race(FirstSlow())
+    assert not timing.raced and timing.stopped == "tied"
+    assert timing.speedup == pytest.approx(1.0)
 
 
 def test_a_clear_loser_on_several_cases_stops_after_three_halves_of_each():
     """Racing, each case's first half is taken before any case's second half, so a half
     covers every case and a loser stops as early with several timed cases."""
-    backend = Slower(1.5)
+    backend = Slower(1.1)
     timing = _race(backend, cases=2)
     assert timing.raced
-    assert backend.calls == 2 * (1 + 4 + 3 * 4)
-    assert [case.speedup for case in timing.cases] == pytest.approx([1 / 1.5] * 2)
+    assert backend.calls == 2 * (2 + 3 * 4)
+    assert [case.speedup for case in timing.cases] == pytest.approx([1 / 1.1] * 2)
 
 
 def test_a_loser_on_whole_rounds_only_pays_two_rounds():
@@ -83,7 +120,7 @@ def test_a_loser_on_whole_rounds_only_pays_two_rounds():
     backend = Slower(1.5)
     timing = _race(backend, settings=dataclasses.replace(SETTINGS, race_halves=0))
     assert timing.raced
-    assert backend.calls == 1 + 4 + 2 * 8
+    assert backend.calls == 2 + 2 * 8
 
 
 def test_a_candidate_that_wins_is_timed_in_whole_rounds():
@@ -93,7 +130,7 @@ def test_a_candidate_that_wins_is_timed_in_whole_rounds():
     timing = _race(backend)
     assert not timing.raced
     assert timing.stopped == "settled" and timing.rounds == 5
-    assert backend.calls == 1 + 4 + 5 * 8
+    assert backend.calls == 2 + 5 * 8
     assert timing.speedup == pytest.approx(2.0)
 
 
@@ -175,7 +212,7 @@ def test_a_probe_that_is_not_slower_stops_after_one_round():
     backend = Slower(1.0)
     timing = _probe(backend)
     assert timing.stopped == "clear" and timing.rounds == 1
-    assert backend.calls == 1 + 2 * 4 + 8  # sizing, two warm-up halves, one round
+    assert backend.calls == 4 + 8  # a warm-up half (one launch a sample), one round
     assert timing.verdict(MARGIN) == "within"
 
 

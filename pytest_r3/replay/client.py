@@ -469,21 +469,33 @@ class ReplayServer:
         with ``settings.probes`` (none otherwise; ``labels``: only those), without the rest
         of an evaluation: the baseline itself (``Candidate()``, built apart) must come out
         within noise on each."""
+        return self._timed_alone(candidate, labels, timed=False).probes
+
+    def _timed_alone(self, candidate: Candidate, labels: Collection[str] | None,
+                     timed: bool) -> Result:
+        """``candidate`` built and timed without the rest of an evaluation: on the timed
+        cases against the baseline (``timed``; the timed runs' outputs checked as always),
+        and on the slow-path probes ``labels`` (every one when None)."""
         if not self.worker.running:
             self.start()
         name = f"candidate{next(self._names)}"
         self._build(name, self.compiler.compile(candidate).ir, candidate)
         try:
-            return self._time_probes(name, labels, thread=candidate.source_text is not None)
+            timing = self._time(name) if timed else None
+            probes = self._time_probes(name, labels, thread=candidate.source_text is not None) \
+                if labels is None or labels else ()
+            return Result(protocol.OK, timing=timing, probes=probes)
         finally:
             self._ask("drop", {"name": name}, self.request_timeout)
 
-    def probes_again(self, candidate: Candidate, labels: Collection[str]) -> Result:
-        """``candidate``, evaluated in full elsewhere, timed again on the probes ``labels``
-        only (where it read slower): a result whose ``probes`` hold those timings, or the
-        failure (a crash, a busy machine) that ended them."""
+    def measure_again(self, candidate: Candidate, labels: Collection[str]) -> Result:
+        """``candidate``, evaluated in full in another fresh process, timed again here: A/B
+        against the baseline on the timed cases (a claim covers what two processes measure,
+        see tuning/claims), and on the probes ``labels`` only (where it read slower there).
+        A result whose ``timing`` and ``probes`` hold those, or the failure (a crash, a busy
+        machine) that ended them."""
         try:
-            return Result(protocol.OK, probes=self.time_probes(candidate, labels))
+            return self._timed_alone(candidate, labels, timed=True)
         except Rejected as rejected:
             return rejected.result()
         except WorkerDied as died:

@@ -332,9 +332,9 @@ class RemoteServer:
         raise ReplayError(f"kernel {pool.spec.name!r}: recordings sent to Dask workers were "
                           "still missing there three times in a row")
 
-    def probes_again(self, candidate: Candidate, labels) -> Result:
-        """The probes a claim read slower on, timed again (see the local server's): here a
-        whole evaluation in a new worker process, whose probes include ``labels``."""
+    def measure_again(self, candidate: Candidate, labels) -> Result:
+        """A claim timed again, with the probes it read slower on (see the local server's):
+        here a whole evaluation in a new worker process, whose probes include ``labels``."""
         return self.evaluate(candidate.unraced())
 
 

@@ -468,17 +468,18 @@ class Judge:
                                    what or _run_words(attempt, thread, flush), flushed=flush)
                 except Rejected:
                     if flush:
-                        self._check_unflushed(run, case, attempt, thread, named_here, what)
+                        self._check_unflushed(run, case, seeds, guard, attempt, thread,
+                                              named_here, what)
                     raise
 
-    def _check_unflushed(self, run, case: Case, attempt: int, thread: bool, kind: str,
-                         what: str) -> None:
+    def _check_unflushed(self, run, case: Case, seeds: dict, guard: int, attempt: int,
+                         thread: bool, kind: str, what: str) -> None:
         """``case``, which a candidate failed with flush-to-zero set, run once more in the
-        default mode: raise Rejected if it fails there too, so that a candidate wrong in
-        every mode is not said to be wrong because of the mode; else return, and the
-        failure in that mode stands."""
-        seeds = {n: secrets.randbits(62) for n in case.output_only}
-        guard = secrets.randbits(39) << 1 | attempt % 2
+        default mode, on the same fills, poison and layout (``seeds``, ``guard``: only the
+        mode differs; a candidate wrong only where a buffer lands 8 bytes off a boundary was
+        said to be wrong because of the mode when the run again drew another offset): raise
+        Rejected if it fails there too, so that a candidate wrong in every mode is not said
+        to be wrong because of the mode; else return, and the failure in that mode stands."""
         reply, = run([(case, case.fills(seeds), guard, False, thread, False)])
         self.check_run(case, reply, guard, seeds, kind, what or _run_words(attempt, thread, False))
 

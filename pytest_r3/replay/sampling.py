@@ -6,8 +6,12 @@ of the thread that runs the launches (``CLOCK_THREAD_CPUTIME_ID``; the whole pro
 for a backend whose kernels run several threads). The two agree while the thread keeps
 its core; a slice whose wall time exceeds its CPU time by more than a small margin lost
 the core to another process (or the worker was stopped), so it is dropped and counted.
-A sample keeps the mean launch time of its clean slices (it has at least three), and is
-dropped whole (its round is taken again) when none was clean. A slice of at least
+A sample keeps the mean launch time of its clean slices, and is dropped whole when none
+was clean: timing takes it again at once, in MIN_SLICES slices at least. A launch as long as a
+sample (0.5 ms by default) is a sample by itself, one slice: quietly nothing
+more is needed, and under load one launch per try costs less than three per sample did
+(1/(1-p) launches per clean sample against 3/(1-p^3), for a share p of launches that
+lose the core). A slice of at least
 ``long_slice`` seconds (ReplaySettings.long_slice_seconds, 5 ms) of CPU time on the
 timing thread that lost its core is not dropped but timed by that CPU time
 (``cpu_timed``): on a busy machine nearly every launch of tens of milliseconds loses the
@@ -36,8 +40,9 @@ CLOCKS: dict[str, Callable[[], int] | None] = {
 SLICE_SECONDS = 2.5e-4  # launches timed between two readings of the clocks
 # a checked sample of at least this many launches starts with one launch left untimed
 WARM_FROM = 4
-# A sample of long launches has at least this many, so that losing one to the scheduler
-# does not drop the sample (at load 20 on 2 cores, 40% of 1.5 ms launches lost the core).
+# A sample taken again after losing its core has at least this many slices (a sample of
+# launches of 0.5 ms or more is one launch, one slice: quietly, that is all it needs, and
+# at load 20 on 2 cores, 40% of 1.5 ms launches lost the core).
 MIN_SLICES = 3
 
 
@@ -92,15 +97,6 @@ class Sampler:
             return list(self.backend.time(launcher, arguments.copies[0], count))
         return [seconds for copy in arguments.copies[:count]
                 for seconds in self.backend.time(launcher, copy, 1)]
-
-    def launches(self, single: float, wanted: int) -> int:
-        """Launches per sample: ``wanted``, and at least MIN_SLICES slices where launches
-        are checked and long (a sample survives a slice lost to the scheduler), but not
-        so long that a lost slice keeps its CPU time (see ``long_slice``)."""
-        if CLOCKS[self.clock] is None or single < SLICE_SECONDS or \
-                (self.clock == "thread" and single >= self.long_slice):
-            return wanted  # a long launch that loses its core keeps its CPU time
-        return max(wanted, MIN_SLICES)
 
     def per_slice(self, single: float, arguments: Arguments) -> int:
         """Launches in one slice: about SLICE_SECONDS, at most one per prepared copy."""

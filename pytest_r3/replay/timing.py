@@ -11,7 +11,7 @@ import numpy as np
 
 from .counters import Counters
 from .measurement import LAYOUT_ROUNDS, CaseTiming, Timing
-from .sampling import Arguments, Sample, Sampler
+from .sampling import MIN_SLICES, Arguments, Sample, Sampler
 from .statistics import NOISE_FLOOR, median_ratio, ratio_interval, upper_is_highest
 
 # One round of one case: eight samples, (variant, set of buffers), set 0 being the
@@ -31,6 +31,9 @@ SAMPLES_PER_SIDE = len(SCHEDULE) // 2
 # A warm-up round, untimed, is the first half: each variant once on each set, where
 # nothing needs to cancel (it faults pages in and warms caches and code before the timing).
 WARM_UP = SCHEDULE[:SAMPLES_PER_SIDE]
+# A racing candidate's warm-up where a sample is one launch (see interleaved_speedup): each
+# variant once, so neither side's first launch on the timing's buffers is timed.
+WARM_UP_RACE = SCHEDULE[:2]
 # A racing candidate's round in two halves, B C C B and C B B C, each on sets 0 1 0 1: each
 # half has each variant once on each set, at positions whose sums match (1 4 against 2 3),
 # so a linear drift cancels within it, and a race may be lost after any half (see
@@ -38,6 +41,15 @@ WARM_UP = SCHEDULE[:SAMPLES_PER_SIDE]
 # candidate twice in the first half, the candidate the base twice in the second) cancels
 # over the whole round, which alone gives the figures a timing reports.
 HALVES = (SCHEDULE[:SAMPLES_PER_SIDE], SCHEDULE[SAMPLES_PER_SIDE:])
+# A racing candidate whose first half reads below this share of the speedup to beat has
+# lost: most of a search's candidates are far behind its best (matmul's at 1.0-2.0x against
+# 2.8x), and a half in which each variant ran once on each set cannot be 20% off by noise
+# (a descheduled sample is dropped; layouts and predecessors move a half by 5-10%), so the
+# three halves of a closer race would only refine a loser. Its figures are that half's.
+FAR_BEHIND = 0.8
+# A race is tied after this many rounds when every one is within the noise floor of the
+# speedup to beat (see _tied), before min_timing_rounds.
+TIED_ROUNDS = 2
 
 
 def _mean(samples: list[Sample]) -> Sample:
@@ -76,13 +88,17 @@ def _outrun(base_times: list[float], cand_times: list[float], race_against: floa
 
 def _outrun_halves(base_halves: list[float], cand_halves: list[float], race_against: float,
                    settings) -> bool:
-    """A race lost on half-rounds (see :data:`HALVES`): the first ``race_halves`` halves all
-    behind the speedup to beat by more than the noise floor, or later, all but one in
-    four of them and ``race_halves + 1`` at least. A clear loser stops after
-    ``race_halves`` halves (12 samples, as rounds of four did before rounds of eight); a
+    """A race lost on half-rounds (see :data:`HALVES`): the first half already far behind
+    the speedup to beat (:data:`FAR_BEHIND`), or the first ``race_halves`` halves all
+    behind it by more than the noise floor, or later, all but one in four of them and
+    ``race_halves + 1`` at least. A candidate far behind stops after one half (4 samples),
+    another clear loser after ``race_halves`` halves (12 samples, as rounds of four did
+    before rounds of eight); a
     candidate equal to the speedup to beat is declared a loser less often than by
     :func:`_outrun` over whole rounds (tests/test_timing_race.py)."""
     ratios = np.array(base_halves) / np.array(cand_halves)
+    if (ratios < race_against * FAR_BEHIND).all():
+        return True  # every half so far (the first: later ones follow one that was not)
     behind = int((ratios < race_against * (1 - NOISE_FLOOR)).sum())
     first = max(2, settings.race_halves)  # a whole round at least
     if len(ratios) < first:
@@ -95,8 +111,16 @@ def _tied(base_times: list[float], cand_times: list[float], race_against: float 
           settings) -> bool:
     """A race that more rounds would not decide: after ``min_timing_rounds`` rounds the
     median ratio is within the noise floor of the speedup to beat, so the candidate is no
-    clear improvement (it does not become the best) and no clear loss."""
-    if race_against is None or len(base_times) < settings.min_timing_rounds:
+    clear improvement (it does not become the best) and no clear loss; or sooner, after
+    TIED_ROUNDS, every round is: its interval is already inside the noise floor (17 of a
+    matmul search's 60 candidates were ties, each paying 3 rounds of eight samples)."""
+    if race_against is None or not base_times:
+        return False
+    close = np.abs(np.array(base_times) / np.array(cand_times) / race_against - 1.0) \
+        <= NOISE_FLOOR
+    if len(base_times) >= TIED_ROUNDS and close.all():
+        return True
+    if len(base_times) < settings.min_timing_rounds:
         return False
     median = float(np.median(np.array(base_times) / np.array(cand_times)))
     return abs(median / race_against - 1.0) <= NOISE_FLOOR
@@ -166,10 +190,12 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
     known = repeats or [None] * len(base_args)
     repeats, slices = [], []
     for args, count in zip(base_args, known, strict=True):
-        single = sampler.single(baseline, args)
         if count is None:  # the baseline's time decides; a worker remembers it per case
-            count = sampler.launches(single, max(1, min(10_000, math.ceil(
-                settings.min_sample_seconds / SAMPLES_PER_SIDE / single))))
+            single = sampler.single(baseline, args)
+            count = max(1, min(10_000, math.ceil(
+                settings.min_sample_seconds / SAMPLES_PER_SIDE / single)))
+        else:  # known: a launch lasts about a sample's share (no launch spent sizing it)
+            single = settings.min_sample_seconds / SAMPLES_PER_SIDE / count
         repeats.append(count)
         slices.append(sampler.per_slice(single, args))
     weights = [1.0] * len(base_args) if weights is None else [float(w) for w in weights]
@@ -181,6 +207,11 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
     by_set: list[tuple] = []  # per kept round: base and candidate on set 0, then on set 1
     warmup = settings.warmup_rounds if race_against is None else \
         min(settings.warmup_rounds, settings.race_warmup_rounds)
+    # samples of one launch each (0.5 ms and longer): one launch warms what a round of
+    # shorter ones does, so one warm-up round, or racing, WARM_UP_RACE, is enough
+    single_launches = all(count == 1 for count in repeats)
+    if single_launches:
+        warmup = min(warmup, 1)
     launchers = {"base": baseline, "cand": candidate}
     # samples taken again after losing their core, at most this many in all
     allowed = settings.retakes_per_round * (warmup + settings.timing_rounds) \
@@ -196,7 +227,8 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
         timed = round_index >= warmup
         ones = []
         ones_by_set: list[tuple] = []  # per case: base and candidate on set 0, then set 1
-        order = SCHEDULE if timed else WARM_UP
+        order = SCHEDULE if timed else \
+            WARM_UP_RACE if single_launches and race_against is not None else WARM_UP
         # racing, every case's first half is taken before any case's second half
         blocks = HALVES if timed and halves_on else (order,)
         taken_per_case: list[list[tuple[str, Sample]]] = [[] for _ in base_args]
@@ -208,8 +240,13 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
                                             timed)
                     while sample.seconds is None and retakes < allowed and not late():
                         retakes += 1  # that sample again, at once: same variant, same buffers
-                        sample = sampler.sample(launchers[side], sets[which], repeat,
-                                                per_slice, timed)
+                        # in MIN_SLICES slices at least: one more launch lost to the
+                        # scheduler leaves it clean slices (a sample of one launch is one
+                        # slice, which a busy machine takes from one launch in two)
+                        sample = sampler.sample(
+                            launchers[side], sets[which],
+                            max(repeat, MIN_SLICES) if per_slice == 1 else repeat,
+                            per_slice, timed)
                     taken.append((side, sample))
             if len(blocks) == 1:
                 break
@@ -223,8 +260,13 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
                 raced = True
                 break
         if raced and any(len(taken) < len(order) for taken in taken_per_case):
-            stopped = "raced"  # lost on a first half: the whole rounds before it stand
-            break
+            if base_times:
+                stopped = "raced"  # lost on a first half: the whole rounds before it stand
+                break
+            order = HALVES[0]  # far behind on the very first half: its figures stand
+        if not timed:  # warm-up samples are not checked, so never dropped
+            round_index += 1
+            continue
         for taken in taken_per_case:
             ones.append(tuple(_mean([s for side, s in taken if side == wanted])
                               for wanted in ("base", "cand")))
@@ -239,8 +281,6 @@ def interleaved_speedup(backend, baseline, candidate, base_args: list[Arguments]
             stopped = "busy" if enough else "too_busy"
             break
         round_index += 1
-        if not timed:
-            continue
         for number, (base_one, cand_one) in enumerate(ones):
             per_case[number][0].append(base_one.seconds)
             per_case[number][1].append(cand_one.seconds)

@@ -24,7 +24,10 @@ class KernelReport:
     noise_band: list[float] = field(default_factory=list)
     search_estimate: float | None = None  # the search's figure for the winner: an estimate
     confirmed_in: str = ""           # where the speedup above was measured: "fresh worker
-                                     # process" for a claim, "" when nothing was claimed
+                                     # process, ..." for a claim, "" when nothing was claimed
+    # a claim's timings, one per fresh worker process (speedup, interval, rounds,
+    # dropped_share): the speedup and interval above cover them (see tuning/claims)
+    confirmations: list[dict] = field(default_factory=list)
     evaluations: int = 0
     new_evaluations: int = 0
     optimizer: str = ""

@@ -188,7 +188,12 @@ def _tune_variant(kernel, tuning: Tuning, lock_path, row: KernelReport,
         commit(None)
         return row
     measured(row, claim.result.timing)
+    # the claim's figures: both fresh processes' (see claims.reproduced)
+    row.speedup, row.interval = claim.speedup, list(claim.interval or row.interval)
+    row.confirmations = claim.confirmations()
     row.confirmed_in = CONFIRMED_IN
+    if claim.reproduced_said():
+        row.notes.append(claim.reproduced_said())
     if claim.probes_said():
         row.notes.append(claim.probes_said())
     _achieved_work(kernel, tuning, row)
