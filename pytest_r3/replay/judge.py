@@ -5,10 +5,10 @@ aliasing and overlaps included; perturbed copies (float and integer data, float 
 the smallest recording at nearby problem sizes; inputs no recording holds (``derived``:
 negated and nonzero scalars, integer data over its range, small sizes and one above the
 recordings, in place where the baseline allows it); and each recording run again on the
-outputs it left, its read-only inputs changed in one random half, then in the other, or in
-one random element. Workload recordings (the sizes users run) are timed, weighted by how
-many launches each stands for, and checked after their timed runs; the oracles' recordings
-are timed only when there is no workload.
+outputs it left, its read-only inputs changed in one random half, then in the other, in
+one random element, or in two elements swapped (see chains). Workload recordings (the
+sizes users run) are timed, weighted by how many launches each stands for, and checked
+after their timed runs; the oracles' recordings are timed only when there is no workload.
 It learns what each case must produce from the baseline before any candidate has run in
 the worker, keeps those expected outputs here, and compares what comes back: guards,
 untouched inputs, outputs within tolerance, two runs with different random poison, and the
