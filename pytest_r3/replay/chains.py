@@ -12,7 +12,8 @@ timed runs would reward it). A chain shows it a stale output:
   1 (neighbours within a row) and once at the distance of a recorded dimension (within a
   column): an output that holds *almost* the right answer, the product of the same values
   in another order, keeps every invariant that ignores order (row sums, column sums, a
-  checksum), so a cheap "is it already computed" test passes there and is wrong.
+  checksum), so a cheap "is it already computed" test passes there and is wrong. On the
+  smallest and the largest recording, and one drawn among the others (see swapping).
 
 The judge runs each chain once per verification (half of them, drawn, with flush-to-zero
 set), and again in the production-layout pass (half of them, drawn, on buffers as numpy
@@ -30,14 +31,28 @@ from .verify import perturbed
 SWAP_TRIES = 16  # places drawn for a swap before giving up (all candidates held equal values)
 
 
-def steps(case, make, rng: np.random.Generator) -> list:
+def steps(case, make, rng: np.random.Generator, swaps: bool = True) -> list:
     """The chains from ``case`` (a planned recording: ``label``, ``scalars``, ``slots``),
-    each of its steps made by ``make(label, scalars, slots, after)``: a judge's Case."""
+    each of its steps made by ``make(label, scalars, slots, after)``: a judge's Case;
+    ``swaps``: the swapped-element chains too (see swapping)."""
     changing = [n for n, slot in enumerate(case.slots)
                 if not slot.written and slot.values.size > 1]
     if not changing or not any(slot.written for slot in case.slots):
         return []
-    return _halves(case, make, rng, changing) + _swaps(case, make, rng, changing)
+    return _halves(case, make, rng, changing) + (
+        _swaps(case, make, rng, changing) if swaps else [])
+
+
+def swapping(planned: list, draw: int) -> set[int]:
+    """The ``id`` of the recordings that get swapped-element chains: the smallest and the
+    largest, and one more drawn by ``draw`` (per server) among the others: two launches
+    per input and distance each, so not on every recording of a kernel with many."""
+    by_size = sorted(planned, key=lambda c: sum(s.values.nbytes for s in c.slots))
+    chosen = by_size[:1] + by_size[-1:]
+    middle = by_size[1:-1]
+    if middle:
+        chosen.append(middle[draw % len(middle)])
+    return {id(case) for case in chosen}
 
 
 def _again(case, words: str) -> str:

@@ -176,7 +176,9 @@ class Judge:
                                                             scalars)))
         if self.settings.derived_inputs and planned:
             fresh += self._derived(planned)
-        kept = [step for case in planned for step in chains.steps(case, _kept_step, rng)]
+        swapped = chains.swapping(planned, secrets.randbits(16))
+        kept = [step for case in planned
+                for step in chains.steps(case, _kept_step, rng, id(case) in swapped)]
         return planned + fresh + kept + workloads
 
     def _derived(self, planned: list[Case]) -> list[Case]:
