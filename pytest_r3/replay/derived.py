@@ -81,7 +81,7 @@ def plan(recorded: list, params: list[dict], rng: np.random.Generator,
         derived += _in_place(base, rng)
     derived += edges.plan(base, params, rng, sizes, no_alias, sizes_rng)
     if by_size[-1] is not base:  # a rewrite that drops them only above some size
-        derived += specials.plan(by_size[-1], sizes_rng, sparse=True)
+        derived += specials.plan(by_size[-1], sizes_rng)
     return derived + shared_inputs.plan(base, rng)  # read-only: no_alias does not forbid it
 
 

@@ -15,8 +15,8 @@ run, and a narrower one is met with a chance in proportion to its width.
   other rung, so a rewrite that drops them only while ``y[0]`` and ``y[n-1]`` are finite
   meets both.
 
-The largest recording (a rewrite may act only above some size) gets every other rung, so
-a band there must be twice as wide (RATIO squared) to hold one on every run.
+The derived cases' recording gets the ladder, and so does the largest oracle recording (a
+rewrite may act only above some size).
 
 Each case is marked ``specials``: the judge keeps it only where the baseline's outputs then
 hold NaN or an infinity (it reads the buffer and carries them on).
@@ -49,16 +49,9 @@ def ladder(size: int, rng: np.random.Generator) -> list[int]:
     return [max(1, min(size, round(math.exp(step * (k + phase))))) for k in range(rungs)]
 
 
-def plan(case, rng: np.random.Generator, sparse: bool = False) -> list[Derived]:
-    """The special-value cases of ``case`` (``label``, ``scalars``, ``slots``);
-    ``sparse``: every other rung only (which half drawn), for a large recording."""
-    return _read_only(case, rng, sparse) + _written(case, rng, sparse)
-
-
-def _rungs(size: int, rng: np.random.Generator, sparse: bool) -> list[tuple[int, int]]:
-    """(rung number, count) of the ladder for ``size``, every other one if ``sparse``."""
-    rungs = list(enumerate(ladder(size, rng)))
-    return rungs[int(rng.integers(2)) % len(rungs)::2] if sparse else rungs
+def plan(case, rng: np.random.Generator) -> list[Derived]:
+    """The special-value cases of ``case`` (``label``, ``scalars``, ``slots``)."""
+    return _read_only(case, rng) + _written(case, rng)
 
 
 def _changed(case, pick, change) -> tuple[list[Slot], list[str]]:
@@ -77,7 +70,7 @@ def _changed(case, pick, change) -> tuple[list[Slot], list[str]]:
     return slots, names
 
 
-def _read_only(case, rng: np.random.Generator, sparse: bool) -> list[Derived]:
+def _read_only(case, rng: np.random.Generator) -> list[Derived]:
     """Zeros beside infinities (then NaNs, alternating up the ladder) in every read-only
     float input of two elements or more."""
     inputs = [s for s in case.slots if not s.written and not s.views
@@ -87,7 +80,7 @@ def _read_only(case, rng: np.random.Generator, sparse: bool) -> list[Derived]:
     size = max(s.values.size for s in inputs)
     first = int(rng.integers(2))
     found = []
-    for rung, count in _rungs(size, rng, sparse):
+    for rung, count in enumerate(ladder(size, rng)):
         value, word = ((np.inf, "infinities"), (np.nan, "NaNs"))[(rung + first) % 2]
 
         def change(fresh: np.ndarray, count: int = count, value: float = value) -> None:
@@ -106,7 +99,7 @@ def _read_only(case, rng: np.random.Generator, sparse: bool) -> list[Derived]:
     return found
 
 
-def _written(case, rng: np.random.Generator, sparse: bool) -> list[Derived]:
+def _written(case, rng: np.random.Generator) -> list[Derived]:
     """NaNs, then infinities of either sign (alternating up the ladder), in every written
     float buffer; at both ends on every other rung, inside only on the others."""
     outputs = [s for s in case.slots if s.written and not s.views
@@ -116,7 +109,7 @@ def _written(case, rng: np.random.Generator, sparse: bool) -> list[Derived]:
     size = max(s.values.size for s in outputs)
     first, ends_first = int(rng.integers(2)), int(rng.integers(2))
     found = []
-    for rung, count in _rungs(size, rng, sparse):
+    for rung, count in enumerate(ladder(size, rng)):
         value, word = ((np.nan, "NaNs"), (np.inf, "infinities"))[(rung + first) % 2]
         ends = (rung + ends_first) % 2 == 0
 
