@@ -88,6 +88,7 @@ CLASS_WORDS = {
     "syscall": r"system call|syscall|seccomp|SIGSYS",
     "signature": r"signature",
     "target_dependent": r"target",
+    "stack_allocation": r"stack",
 }
 
 
@@ -167,7 +168,8 @@ CASES = [
     Case("wild_write", S, _v("crash", "signal")),
     Case("stack_recursion", S, _v("crash", "signal")),
     Case("wrong_answer", S, _v(WRONG, "mismatch")),
-    Case("stack_alloca", S, _v("crash", "signal")),
+    Case("stack_alloca", S, _v(VIOLATION, "stack_allocation"), words=r"64 KiB"),
+    Case("stack_alloca", S, _v("crash", "signal"), contained=True),
     Case("oob_past_end", S, _v(WRONG, "out_of_bounds")),
     Case("oob_before_start", S, _v(WRONG, "out_of_bounds")),
     Case("early_exit_prefilled", S, _v(WRONG, "mismatch")),
@@ -305,8 +307,27 @@ CASES = [
     Case("os_open_read", S, _v(VIOLATION, "syscall"), contained=True),
     Case("forbidden_system", S, _v(VIOLATION, "syscall"), contained=True),
     Case("forbidden_fopen", S, _v(VIOLATION, "syscall"), contained=True),
+    # stack use that grows with the arguments, or a large fixed frame: a crash at sizes
+    # (or on threads with stacks) verification never reaches; refused unread
+    Case("stack_pack_sized", MM, _v(VIOLATION, "stack_allocation"), words=r"arguments set"),
+    Case("stack_builtin_alloca", MM, _v(VIOLATION, "stack_allocation"),
+         words=r"arguments set"),
+    Case("stack_fixed_large", MM, _v(VIOLATION, "stack_allocation"), words=r"64 KiB"),
+    # an order-blind "c already holds a @ b" test (row sums): the earlier output is the
+    # product with two elements of b swapped, which keeps every row sum
+    Case("rowsums_already_computed", MM, _v(WRONG, "stale_output"), words=r"swapped"),
+    # a stale output kept only under flush-to-zero, or only next to an allocator's header:
+    # the kept-output chains run in both modes and in the production layout
+    Case("flush_to_zero_kept_output", MM, _v(WRONG, "stale_output"), words=r"flush-to-zero"),
+    Case("header_kept_output", MM, _v(WRONG, "production_layout"),
+         words=r"production layout.*outputs it left"),
+    # NaN or infinities dropped only at a density between one element and 5%
+    Case("accumulator_sparse_nan", A, _v(WRONG, "mismatch"),
+         words=r"(NaNs|infinities) in y, which it writes"),
+    Case("input_sparse_nan", A, _v(WRONG, "mismatch"), words=r"zeros and (NaNs|infinities)"),
     # still accepted
     Case("correct_vectorised", S, _v("ok", None)),
+    Case("correct_matmul_stack_tile", MM, _v("ok", None)),
     Case("correct_keeps_baseline_global", A, _v("ok", None)),
     Case("correct_matmul_blocked", MM, _v("ok", None)),
     # reading a read-only input's address is not writing it: the signature is unchanged

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.bounds import bound_value
-from . import edges, shared_inputs, verify
+from . import edges, shared_inputs, specials, verify
 from .cases import Derived, Slot
 
 SMALL_SIZES = (1, 2, 3, 5, 8, 17)
@@ -80,6 +80,8 @@ def plan(recorded: list, params: list[dict], rng: np.random.Generator,
     if not no_alias:
         derived += _in_place(base, rng)
     derived += edges.plan(base, params, rng, sizes, no_alias, sizes_rng)
+    if by_size[-1] is not base:  # a rewrite that drops them only above some size
+        derived += specials.plan(by_size[-1], sizes_rng)
     return derived + shared_inputs.plan(base, rng)  # read-only: no_alias does not forbid it
 
 

@@ -5,14 +5,10 @@ Each rule answers a rewrite that was accepted and then wrong in production:
 
 - a float scalar made NaN, then infinite (``if (alpha != alpha) return;`` is a "fast
   exit" that leaves ``y`` as it was where the original makes it NaN);
-- float inputs holding zeros beside a few infinities, then NaNs (``if (a[i] == 0.0)
-  continue;`` skips ``0 * inf``, which is NaN in the original);
-- NaNs, then infinities of either sign, in every float buffer the kernel writes and may
-  also read (the ``y`` of an axpy, an accumulator): ``y[i] = a*x[i] + (v == v ? v : 0)``
-  drops a NaN that the original carries on, and every finite ``y`` a test draws hides it;
-  the buffer's ends hold one in one of the two cases only, drawn per server (a rewrite
-  that does so only while ``y[0]`` and ``y[n-1]`` are finite was right on a pattern that
-  always had them there);
+- float inputs holding zeros beside infinities, then NaNs, and NaNs or infinities in
+  every float buffer the kernel writes and may also read, at densities drawn per server
+  from a ladder (see specials: a rewrite that drops them only at some density passes
+  nowhere);
 - a float scalar made 0 or -0 beside infinities and NaNs in the read-only float inputs
   (``if (a == 0) return;`` is right wherever ``x`` is finite, but ``0 * inf`` is NaN);
 - a float scalar made ``-0.0``, then subnormal, and float inputs holding negative zeros
@@ -43,12 +39,10 @@ import re
 
 import numpy as np
 
-from . import layout, verify
+from . import layout, specials, verify
 from .cases import Derived, Slot
 
-ZEROS = 0.15      # share of a float input's elements made zero beside the special values
-SPECIALS = 2      # special values placed in each float input
-SPECIAL_SHARE = 0.05  # share of a written float buffer's elements made NaN, then infinite
+SPECIALS = 2      # special values placed in each float input beside a zero scalar
 TINY = 0.15       # share of a float input's elements made -0.0, and share made subnormal
 OFFSET_MAX = 16   # the in-place offsets: 1, and one drawn up to this many elements
 
@@ -60,8 +54,8 @@ def plan(case, params: list[dict], rng: np.random.Generator, sizes: set[str],
     ``sizes``: the integer arguments that set sizes; ``places`` draws where special values
     go in written buffers and beside a zero scalar (seeded per server: ``rng`` by default)."""
     places = rng if places is None else places
-    found = _special_scalars(case, params) + _special_data(case, rng)
-    found += _special_written(case, places) + _zero_scalar_specials(case, params, places)
+    found = _special_scalars(case, params) + specials.plan(case, places)
+    found += _zero_scalar_specials(case, params, places)
     found += _tiny_scalars(case, params, rng) + _tiny_data(case, rng)
     found += _sizes_below_one(case, params, sizes) + _misaligned(case)
     if not no_alias:
@@ -82,66 +76,6 @@ def _special_scalars(case, params: list[dict]) -> list[Derived]:
             found.append(Derived(f"{case.label} with the float scalar {p['name']} {word}",
                               scalars, case.slots, specials=True))
     return found
-
-
-def _special_data(case, rng: np.random.Generator) -> list[Derived]:
-    """Zeros beside a few infinities (then NaNs) in every read-only float input."""
-    found = []
-    for value, word in ((np.inf, "infinities"), (np.nan, "NaNs")):
-        def change(fresh: np.ndarray, value: float = value) -> None:
-            fresh[rng.random(fresh.size) < ZEROS] = 0.0
-            places = rng.choice(fresh.size, size=min(SPECIALS, fresh.size), replace=False)
-            fresh[places] = rng.choice([-1.0, 1.0], size=places.size) * value
-        slots, changed = _float_inputs_changed(case, change)
-        if changed:
-            found.append(Derived(f"{case.label} with zeros and {word} in {', '.join(changed)}",
-                              dict(case.scalars), slots, specials=True))
-    return found
-
-
-def _special_written(case, rng: np.random.Generator) -> list[Derived]:
-    """NaNs, then infinities of either sign, in every written float buffer, at a share
-    SPECIAL_SHARE of its elements. In one of the two cases (drawn) the first and last
-    element hold one too, where peeled heads and remainder loops work; in the other they
-    stay finite and one inside does (or, drawn, only one inside), so no fixed place tells a
-    judged buffer. Marked ``specials``: kept only where the baseline's outputs then hold
-    some (it reads the buffer and carries them on; a buffer it only writes comes out
-    finite and the case goes)."""
-    found = []
-    ends_first = bool(rng.integers(2))
-    for index, (value, word) in enumerate(((np.nan, "NaNs"), (np.inf, "infinities"))):
-        slots, changed = [], []
-        for slot in case.slots:
-            values = slot.values
-            if not slot.written or slot.views or values.dtype.kind != "f" or not values.size:
-                slots.append(slot)
-                continue
-            fresh = values.copy().reshape(-1)
-            places = _special_places(fresh.size, (index == 0) == ends_first, rng)
-            fresh[places] = rng.choice([-1.0, 1.0], size=int(places.sum())) * value
-            slots.append(Slot(slot.params, slot.written, fresh.reshape(values.shape)))
-            changed.append(slot.name)
-        if changed:
-            found.append(Derived(f"{case.label} with {word} in {', '.join(changed)}, which it "
-                                 "writes (and may read)", dict(case.scalars), slots,
-                                 specials=True))
-    return found
-
-
-def _special_places(size: int, ends: bool, rng: np.random.Generator) -> np.ndarray:
-    """Where a written buffer of ``size`` elements gets its special values: with ``ends``,
-    both ends and a share SPECIAL_SHARE of the others; without, the ends left finite (where
-    the buffer has an inside) and a share inside, or a single element."""
-    if ends or size < 3:
-        places = rng.random(size) < SPECIAL_SHARE
-        places[0] = places[-1] = True
-        return places
-    places = np.zeros(size, dtype=bool)
-    if rng.integers(2):
-        places[1:-1] = rng.random(size - 2) < SPECIAL_SHARE
-    if not places.any():
-        places[rng.integers(1, size - 1)] = True
-    return places
 
 
 def _zero_scalar_specials(case, params: list[dict], rng: np.random.Generator) -> list[Derived]:

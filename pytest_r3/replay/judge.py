@@ -5,10 +5,10 @@ aliasing and overlaps included; perturbed copies (float and integer data, float 
 the smallest recording at nearby problem sizes; inputs no recording holds (``derived``:
 negated and nonzero scalars, integer data over its range, small sizes and one above the
 recordings, in place where the baseline allows it); and each recording run again on the
-outputs it left, its read-only inputs changed in one random half, then in the other, or in
-one random element. Workload recordings (the sizes users run) are timed, weighted by how
-many launches each stands for, and checked after their timed runs; the oracles' recordings
-are timed only when there is no workload.
+outputs it left, its read-only inputs changed in one random half, then in the other, in
+one random element, or in two elements swapped (see chains). Workload recordings (the
+sizes users run) are timed, weighted by how many launches each stands for, and checked
+after their timed runs; the oracles' recordings are timed only when there is no workload.
 It learns what each case must produce from the baseline before any candidate has run in
 the worker, keeps those expected outputs here, and compares what comes back: guards,
 untouched inputs, outputs within tolerance, two runs with different random poison, and the
@@ -25,12 +25,12 @@ import numpy as np
 
 from ..record.store import Recording
 from . import cases as planning
-from . import derived, fpmode, layout
+from . import chains, derived, fpmode, layout
 from .buffers import check_guards, check_plain, poison_for, split_plain, split_storage
 from .process import WorkerDied
 from .protocol import WRONG_OUTPUT, KernelSpec, Rejected, ReplaySettings
 from .threads import OTHER_THREAD
-from .verify import Tolerance, compare, parse_tolerances, perturbed
+from .verify import Tolerance, compare, parse_tolerances
 
 
 @dataclass
@@ -176,7 +176,9 @@ class Judge:
                                                             scalars)))
         if self.settings.derived_inputs and planned:
             fresh += self._derived(planned)
-        kept = [step for case in planned for step in _kept_output_steps(case, rng)]
+        swapped = chains.swapping(planned, secrets.randbits(16))
+        kept = [step for case in planned
+                for step in chains.steps(case, _kept_step, rng, id(case) in swapped)]
         return planned + fresh + kept + workloads
 
     def _derived(self, planned: list[Case]) -> list[Case]:
@@ -252,7 +254,7 @@ class Judge:
         # runs in two round trips, not one each (a round trip costs more than most runs):
         # the two plain runs, then, once they hold up, the poisoned ones; on even guard
         # seeds, whose buffers are not fenced (see buffers)
-        flush = self.flush and output_only and not case.after and case.origin != "workload"
+        flush = self.flush and output_only and case.origin != "workload"
         reply, second, *flushed = run_batch([(case, {}, 2), (case, {}, 4)] + (
             [(case, {}, 2, False, False, True)] if flush else []))
         first = self._outputs(case, reply, 2)
@@ -489,9 +491,14 @@ class Judge:
         case is judged once in each mode and the modes meet both threads (a kernel wrong
         only under flush-to-zero on the main thread, as a -ffast-math library leaves a
         process, or only on another thread in the default mode, is still seen); none where
-        a case is run once, or its reference in that mode was not learnt (see fpmode)."""
-        return {id(case): secrets.randbits(1) if attempts > 1 and case.flushed is not None
-                else -1 for case in cases}
+        a case is run once, or its reference in that mode was not learnt (see fpmode).
+        Kept-output chains, run once each, have a random half of them run in that mode: a
+        rewrite that skips work only under flush-to-zero meets a stale output there too."""
+        if attempts == 1:
+            flushed = _half([case for case in cases if case.after and case.flushed is not None])
+            return {id(case): 0 if id(case) in flushed else -1 for case in cases}
+        return {id(case): secrets.randbits(1) if case.flushed is not None else -1
+                for case in cases}
 
     def verify_production(self, run, calls: int) -> None:
         """``calls`` launches in a row on buffers laid out as numpy lays out the user's
@@ -500,13 +507,18 @@ class Judge:
         candidate's life (after its timing), where a guard or a call count cannot tell it
         that it is judged. Most launches are on the smallest case, walking through every
         allocation style and order of its buffers (see layout.seed_for); every other case
-        that verifies (chains of launches apart) runs once, last, in the next layouts."""
-        cases = [case for case in self.verifying() if not case.after]
+        that verifies runs once, last, in the next layouts, and with them a random half of
+        the kept-output chains (see chains: an output holding an earlier result, next to
+        an allocator's header, as a caller reusing its array gives it)."""
+        verifying = self.verifying()
+        cases = [case for case in verifying if not case.after]
         if not cases or calls <= 0:
             return
+        kept = _half([case for case in verifying if case.after])
         smallest = min(cases, key=lambda c: c.nbytes)
         walk = len(layout.STYLES) * min(math.factorial(len(smallest.slots)), layout.MAX_ORDERS)
-        plan = [smallest] * max(calls - len(cases), walk) + cases
+        plan = [smallest] * max(calls - len(cases), walk) + cases + [
+            case for case in verifying if id(case) in kept]
         high = secrets.randbits(40)
         seeds = [layout.seed_for(index, high) for index in range(len(plan))]
         replies = run([(case, {}, seed, True) for case, seed in zip(plan, seeds)])
@@ -606,6 +618,16 @@ class Judge:
         }
 
 
+def _kept_step(label: str, scalars: dict, slots: list, after: list) -> Case:
+    return Case(label, "kept", scalars, slots, after=after)
+
+
+def _half(items: list) -> set[int]:
+    """The ``id`` of a random half of ``items`` (rounded up: one of one), drawn per call."""
+    order = sorted(items, key=lambda _: secrets.randbits(32))
+    return {id(item) for item in order[: (len(order) + 1) // 2]}
+
+
 def _run_words(attempt: int, thread: bool, flush: bool) -> str:
     """How a reason names verification's run number ``attempt`` (see Judge.verify)."""
     mode = f"{fpmode.FLUSH_TO_ZERO} (as a library built with -ffast-math sets them)"
@@ -615,45 +637,6 @@ def _run_words(attempt: int, thread: bool, flush: bool) -> str:
         return f"a run with {mode} on " if flush else ""
     how = ", ".join(["other poison"] + [OTHER_THREAD] * thread + [mode] * flush)
     return f"a second run ({how}) of "
-
-
-def _kept_output_steps(case: Case, rng: np.random.Generator) -> list[Case]:
-    """More launches on the buffers ``case`` wrote, its read-only inputs changed in between:
-    in a random half of their elements, then in the other half; and, from ``case`` again, in
-    one random element. A rewrite that returns early when the outputs it samples already
-    look computed for the inputs (a stateless cache: the timed runs would reward it, and
-    every other check refills the outputs) leaves stale outputs in one of them: the halves
-    catch a sample that falls in one half, the single element any sample that misses it."""
-    changing = [n for n, slot in enumerate(case.slots) if not slot.written and slot.values.size > 1]
-    if not changing or not any(slot.written for slot in case.slots):
-        return []
-    halves, single = {}, {}
-    for number in changing:
-        shape = case.slots[number].values.shape
-        half = rng.random(shape) < 0.5
-        inside, outside = rng.choice(half.size, 2, replace=False)
-        half.flat[inside], half.flat[outside] = True, False  # both halves hold an element
-        halves[number] = half
-        single[number] = np.zeros(shape, dtype=bool)
-        single[number].flat[rng.integers(half.size)] = True
-
-    def changed(slots: list[planning.Slot], where: dict) -> list[planning.Slot]:
-        return [planning.Slot(slot.params, slot.written, np.where(
-                    where[number], perturbed(slot.values, rng, integers=True), slot.values)
-                    if number in where else slot.values, slot.views)
-                for number, slot in enumerate(slots)]
-
-    steps: list[Case] = []
-    slots = case.slots
-    for part, which in ((True, "one random half"), (False, "the other half")):
-        slots = changed(slots, {n: half == part for n, half in halves.items()})
-        steps.append(Case(f"{case.label} run again on the outputs it left, its read-only inputs "
-                          f"changed in {which}", "kept", dict(case.scalars), slots,
-                          after=[case, *steps]))
-    steps.append(Case(f"{case.label} run again on the outputs it left, its read-only inputs "
-                      "changed in one random element", "kept", dict(case.scalars),
-                      changed(case.slots, single), after=[case]))
-    return steps
 
 
 def _reads_none_of(number: int, outputs: dict[int, np.ndarray], first: dict[int, np.ndarray],

@@ -20,7 +20,9 @@ Everything else is a violation and the candidate never runs:
   back on the next call; ``__errno_location``) unless the baseline calls them too: only
   stateless functions (libm, ``memcpy``/``memmove``/``memset``) are allowed by themselves;
 * external variables (``environ``, ``stdout``), except a GPU kernel's dynamic shared memory;
-* explicit sections and static constructors/destructors.
+* explicit sections and static constructors/destructors;
+* stack allocations sized by the arguments, or fixed ones over 64 KiB in one function,
+  that the baseline does not have (see stack_use: a crash at sizes never verified).
 
 The check is on clang's IR before optimisation; it does not make C memory-safe (an
 out-of-bounds write can still corrupt the stack), which the worker process must contain.
@@ -33,6 +35,8 @@ from __future__ import annotations
 import ctypes
 import re
 from dataclasses import dataclass
+
+from . import stack_use
 
 _LIBM = {
     "sqrt", "cbrt", "hypot", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
@@ -66,6 +70,7 @@ KINDS = (
     "external_variable",    # reference to a variable defined elsewhere (environ...)
     "section",              # explicit section on a function or variable
     "static_constructor",   # code run at load or unload (constructor/destructor)
+    "stack_allocation",     # stack sized by the arguments, or large, where the baseline's is not
 )
 
 # -- intrinsics -------------------------------------------------------------------------------
@@ -278,10 +283,11 @@ class BaselineState:
 
     globals: frozenset[tuple[str, str]] = frozenset()
     symbols: frozenset[str] = frozenset()
+    stack: stack_use.StackUse = stack_use.StackUse()
 
     @classmethod
     def of(cls, module) -> BaselineState:
-        return cls(writable_globals(module), stateful_symbols(module))
+        return cls(writable_globals(module), stateful_symbols(module), stack_use.of(module))
 
 
 def _baseline_summary(baseline) -> BaselineState:
@@ -356,6 +362,8 @@ def check_module(module, baseline=None, runtime_functions=frozenset(),
                 "writable global or static variable"
             add(Violation(name, "<module>", f"{what} '{name}' (state kept between calls)",
                           "mutable_state"))
+    for symbol, reason in stack_use.violations(stack_use.of(module), summary.stack):
+        add(Violation(symbol, "<module>", reason, "stack_allocation"))
     for line in _ALIAS_LINE.finditer(text):
         if line.group(1) == "ifunc":
             symbol = _symbol_tokens(line.group(0))[0]
@@ -516,6 +524,9 @@ _ADVICE = {
     "external_variable": ("Use only the kernel's arguments: external variables such as "
                           "environ or stdout are not allowed."),
     "section": "Remove __attribute__((section(...))).",
+    "stack_allocation": ("Use fixed-size local arrays of at most 64 KiB per function for "
+                         "scratch space (a tile, processed block by block), not arrays or "
+                         "alloca sized by the arguments."),
     "static_constructor": "Remove __attribute__((constructor)) and ((destructor)).",
 }
 
