@@ -174,9 +174,7 @@ class ReplayServer:
         planned = [] if largest is None else [
             (probe.label, Case(f"the largest timed case with {probe.label} (a slow-path "
                                "probe)", "probe", probe.scalars, probe.slots))
-            for probe in probes.plan(largest.scalars, largest.slots, self.settings.seed, host,
-                                     {n: largest.expected[n] for n in largest.output_only
-                                      if n in (largest.expected or {})})]
+            for probe in probes.plan(largest.scalars, largest.slots, self.settings.seed, host)]
         self.probes = planned
         self._send_cases(self._cases())
         kept = []

@@ -22,13 +22,7 @@ The probes:
 - two read-only inputs of one dtype and shape passed as one array (``matmul(n, a, a, c)``
   squares a matrix: the example project's application does). Verification already runs
   that case (see shared_inputs); timing did not, and a rewrite with a slow path for
-  ``a == b`` was timed 6.4x faster and was 2-2.7x slower in that application;
-- every output-only buffer holding the original's result on the recorded inputs when the
-  launch starts (a buffer reused from an earlier call: a loop's ``c``, a ping-pong
-  stencil's grid), changed as timing changes a buffer it reads (see timed_sets). Timing
-  starts a share of its launches so (see timed_sets), and a rewrite fast only when its
-  output arrives zeroed was timed 6x faster and was 1.9-2.9x slower (28x for a stencil)
-  in production; the probe bounds what such a gate can hide in that share.
+  ``a == b`` was timed 6.4x faster and was 2-2.7x slower in that application.
 
 The buffers are allocated as timing allocates every buffer, as numpy allocates the user's
 (see layout), so a probe looks like any production call. The layout probes are for a host
@@ -107,11 +101,9 @@ class ProbeTiming:
         return cls(data["label"], Timing.from_dict(data.get("timing")))
 
 
-def plan(scalars: dict, slots: list[Slot], seed: int = 0, host: bool = True,
-         earlier: Mapping[int, np.ndarray] | None = None) -> list[Probe]:
+def plan(scalars: dict, slots: list[Slot], seed: int = 0, host: bool = True) -> list[Probe]:
     """The probes of one case (its ``scalars`` and ``slots``); ``host``: the buffers are the
-    kernel's own memory (a CPU backend), so their layout can be probed; ``earlier``: the
-    original's results in the case's output-only buffers (by slot number)."""
+    kernel's own memory (a CPU backend), so their layout can be probed."""
     rng = np.random.default_rng([seed, 31])
     found = []
     if host:
@@ -121,8 +113,6 @@ def plan(scalars: dict, slots: list[Slot], seed: int = 0, host: bool = True,
         found.append(rows)
     if shared := _shared_inputs(scalars, slots):
         found.append(shared)
-    if earlier and (held := _holding_earlier(scalars, slots, earlier)):
-        found.append(held)
     return found
 
 
@@ -210,24 +200,3 @@ def _shared_inputs(scalars: dict, slots: list[Slot]) -> Probe | None:
     made = [shared if s is first else s for s in slots if s is not second]
     return Probe(f"{first.params[0]} and {second.params[0]} as one array", dict(scalars),
                  made)
-
-
-def _holding_earlier(scalars: dict, slots: list[Slot], earlier: Mapping[int, np.ndarray]
-                     ) -> Probe | None:
-    """Every output-only buffer (numbered in ``earlier``) holding the original's result
-    there when the launch starts: written buffers of a probe are read as timing reads an
-    in-place buffer, so each timed set holds a changed copy, another input's result."""
-    changed, made = [], []
-    for number, slot in enumerate(slots):
-        result = earlier.get(number)
-        if not slot.written or result is None or result.shape != slot.values.shape \
-                or result.dtype != slot.values.dtype or not result.size:
-            made.append(slot)
-            continue
-        made.append(Slot(slot.params, True, result.copy(), dict(slot.views)))
-        changed += slot.params
-    if not changed:
-        return None
-    names = ", ".join(changed)
-    return Probe(f"{names} holding an earlier result (an output buffer reused)",
-                 dict(scalars), made)

@@ -241,13 +241,18 @@ class Runner:
             returned = self._launch(variant, args)
         return returned
 
-    def _value_sets(self, case: WorkerCase, guard_seed: int, index: int,
-                    restore: list[int] | None) -> timed_sets.Drawn:
-        """The value sets of one timed case, the same for both layouts and both variants
-        (see timed_sets; ``restore``: the written buffers the kernel also reads, every
-        written one when not said; the others are output-only). Where sets are to start
-        with an earlier result in their output-only buffers, the baseline is launched once
-        on another set, here, before any timed launch."""
+    def _timed(self, case: WorkerCase, guard_seed: int, which: int, index: int,
+               restore: list[int] | None) -> TimedCase:
+        """Launch arguments for timing ``case``: several copies, each holding one of the
+        value sets the timing draws (see timed_sets; ``restore``: the written buffers the
+        kernel also reads, every written one when not said), used in turn by every launch
+        of every sample, their written buffers put back to their set's values before each
+        use, outside the timed region (see sampling.Arguments). Buffers are laid out as
+        numpy lays out the user's arrays: a candidate timed on buffers it can tell apart
+        from production's could be fast only when timed; set ``which`` 0 is laid out as a
+        short script's fresh large arrays, 1 as a long-lived process's, in the order the
+        settings' ``timed_heap_order`` says (see layout.timed_seed)."""
+        order = self.settings.timed_heap_order
         written = [n for n, slot in enumerate(case.slots) if slot.written]
         in_place = written if restore is None else \
             [n for n in restore if 0 <= n < len(case.slots) and case.slots[n].written]
@@ -255,30 +260,7 @@ class Runner:
         size = sum(slot.values.nbytes for slot in case.slots)
         count = max(2, min(timed_sets.SETS, ROTATION_BYTES // max(size, 1)))
         drawn = timed_sets.draw([slot.values for slot in case.slots], read,
-                                timed_sets.seed(guard_seed, index), count,
-                                [n for n in written if n not in in_place])
-        if drawn.earlier:
-            args, buffers = self._arguments(
-                _with_values(case, drawn.sets[drawn.source]), {},
-                timed_seed(guard_seed, 0, index, timed_sets.SETS + 1,
-                           heap_order=self.settings.timed_heap_order), plain=True)
-            self._launch("baseline", args)
-            drawn.hold({n: buffers[n].array.copy() for n in drawn.outputs})
-        return drawn
-
-    def _timed(self, case: WorkerCase, drawn: list[list[np.ndarray]], guard_seed: int,
-               which: int, index: int) -> TimedCase:
-        """Launch arguments for timing ``case``: several copies, each holding one of the
-        value sets ``drawn`` (see _value_sets), used in turn by every launch of every
-        sample, their written buffers put back to their set's values before each use,
-        outside the timed region (see sampling.Arguments). Buffers are laid out as numpy
-        lays out the user's arrays: a candidate timed on buffers it can tell apart from
-        production's could be fast only when timed; set ``which`` 0 is laid out as a
-        short script's fresh large arrays, 1 as a long-lived process's, in the order the
-        settings' ``timed_heap_order`` says (see layout.timed_seed)."""
-        order = self.settings.timed_heap_order
-        written = [n for n, slot in enumerate(case.slots) if slot.written]
-        count = len(drawn)
+                                timed_sets.seed(guard_seed, index), count)
         made = [self._arguments(_with_values(case, values), {},
                                 timed_seed(guard_seed, which, index, k, heap_order=order),
                                 plain=True)
@@ -323,17 +305,12 @@ class Runner:
                                                                   int(warmup))))
         if reference not in ("baseline", "reference") or reference not in self.variants:
             raise protocol.ProtocolError(f"time against {reference!r}: no such variant")
-        started = time.monotonic()  # the sets' making (a baseline launch too) is in the budget
-        drawn = [self._value_sets(self.cases[index], guard_seed, index,
-                                  None if restore is None else list(restore[position])).sets
-                 for position, index in enumerate(case_indices)]
         sets = {"base": [], "cand": []}
         for offset, which in enumerate(sets):  # two layouts, each variant timed on both
             for position, index in enumerate(case_indices):
-                sets[which].append(self._timed(self.cases[index], drawn[position],
-                                               guard_seed, offset, index))
-        if budget is not None:
-            budget = max(0.0, budget - (time.monotonic() - started))
+                sets[which].append(self._timed(
+                    self.cases[index], guard_seed, offset, index,
+                    None if restore is None else list(restore[position])))
         try:
             measure = functools.partial(
                 interleaved_speedup,
