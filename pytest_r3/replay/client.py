@@ -413,7 +413,10 @@ class ReplayServer:
                 f"{self.settings.sanity_bound:g}x: verified again on "
                 f"{len(self.judge.reserve())} more perturbed input sets; review it before "
                 "trusting it")
-        if self.settings.probes and result.timing.interval[0] > 1.0:  # a claim: the probes
+        # a possible claim (faster beyond the noise floor, which any learnt band is at least):
+        # the probes
+        if (self.settings.probes and result.timing.interval[0] > 1.0
+                and not result.timing.within_noise):
             result.probes = self._time_probes(name, thread=candidate.source_text is not None)
         # last: after its timing's launches, many more on buffers as production's
         self.judge.verify_production(run, self.settings.production_calls)

@@ -72,10 +72,10 @@ def probe_verdicts(result: Result) -> list[str]:
         if not result.ok or result.timing is None:
             return [f"slow-path probes: not timed (the variant is {result.status})"]
         low = result.timing.interval[0]
-        if low <= 1.0:
-            return [f"slow-path probes: not timed (not faster than the original: the 95% "
-                    f"interval starts at {low:.2f}x; only a faster variant is probed, as a "
-                    "claim's confirmation does)"]
+        if low <= 1.0 or result.timing.within_noise:
+            return [f"slow-path probes: not timed (not faster than the original beyond noise: "
+                    f"the 95% interval starts at {low:.2f}x; only a faster variant is probed, "
+                    "as a claim's confirmation does)"]
         return ["slow-path probes: none (the baseline could not run any, or no buffer "
                 "could be probed)"]
     lines = []
